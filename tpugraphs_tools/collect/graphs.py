@@ -1,0 +1,112 @@
+"""Graph collection: a program or an HLO file → featurized graph rows in a dataset.
+
+Configs and runtimes are added by the layout/tile collections on top of these rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tpugraphs_tools.features import featurize
+from tpugraphs_tools.features.tpugraphs import Graph
+from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered
+from tpugraphs_tools.store import Dataset, make_graph_id
+from tpugraphs_tools.store.manifest import jax_versions
+
+
+@dataclass
+class CollectedGraph:
+    graph_id: str
+    source: HloSource
+    graph: Graph
+    row: dict[str, Any]
+    config_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every npz key: the graph's, plus config arrays (empty until configs are measured)."""
+        return {**self.graph.arrays(), **(self.config_arrays or empty_config_arrays(self.graph))}
+
+
+def device_info(backend: str | None) -> tuple[str, str]:
+    """(platform, device_kind) of the jax backend that compiles and times (default backend)."""
+    import jax
+
+    dev = jax.devices(backend)[0]
+    return dev.platform, str(dev.device_kind)
+
+
+def graph_row(src: HloSource, graph: Graph, *, program: str, program_args: dict[str, Any],
+              collection: str, backend: str, device_kind: str | None,
+              config_space: str | None = None) -> dict[str, Any]:
+    fp = fingerprint(src.module)
+    jax_v, jaxlib_v = jax_versions()
+    return {
+        "graph_id": make_graph_id(program, fp),
+        "collection": collection,
+        "program": program,
+        "program_args": json.dumps(program_args, sort_keys=True),
+        "source": src.kind,
+        "source_path": None if src.kind == "jax" else src.origin,
+        "hlo_stage": src.stage,
+        "fingerprint": fp,
+        "backend": backend,
+        "device_kind": device_kind,
+        "config_space": config_space,
+        "num_nodes": graph.num_nodes,
+        "num_edges": int(graph.edge_index.shape[0]),
+        "num_configurable": int(graph.node_config_ids.shape[0]),
+        "num_configs": 0,
+        "jax_version": jax_v,
+        "jaxlib_version": jaxlib_v,
+        "xla_flags": os.environ.get("XLA_FLAGS"),
+    }
+
+
+def collect_source(src: HloSource, *, program: str, program_args: dict[str, Any],
+                   collection: str = "layout", backend: str | None = None) -> CollectedGraph:
+    platform, kind = device_info(backend)
+    graph = featurize(src.module)
+    row = graph_row(src, graph, program=program, program_args=program_args,
+                    collection=collection, backend=platform, device_kind=kind,
+                    config_space="layout" if collection == "layout" else None)
+    return CollectedGraph(row["graph_id"], src, graph, row)
+
+
+def lower_program(name: str, args: Any) -> tuple[Any, HloSource]:
+    """Lower a zoo/user program; returns (lowered, un-optimized source)."""
+    from tpugraphs_tools.programs import get_program, lower
+
+    program = get_program(name)
+    lowered = lower(program, args)
+    return lowered, from_lowered(lowered, origin=program.name)
+
+
+def write_graphs(dataset: Dataset, collected: list[CollectedGraph]) -> None:
+    """Store graphs (npz + raw HLO) in one atomic commit."""
+    with dataset.transaction() as tx:
+        for item in collected:
+            if item.source.proto is not None:
+                hlo, suffix = item.source.proto, ".hlo.pb"
+            else:
+                hlo, suffix = item.source.text.encode(), ".hlo.txt"
+            tx.put_graph(item.row, item.arrays(), hlo=hlo, hlo_suffix=suffix)
+            tx.add_device(item.row["backend"], item.row["device_kind"] or "")
+
+
+def collect_hlo_file(path: str, *, collection: str = "layout",
+                     backend: str | None = None) -> CollectedGraph:
+    src = from_file(path)
+    return collect_source(src, program=src.module.name, program_args={"file": str(path)},
+                          collection=collection, backend=backend)
+
+
+def empty_config_arrays(graph: Graph) -> dict[str, np.ndarray]:
+    """Layout config arrays with zero configs, so a graph-only npz still has every key."""
+    nc = graph.node_config_ids.shape[0]
+    return {"node_config_feat": np.zeros((0, nc, 18), np.float32),
+            "config_runtime": np.zeros((0,), np.int64)}

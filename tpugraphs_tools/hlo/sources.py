@@ -1,0 +1,89 @@
+"""Where HLO comes from: a jax ``Lowered``/``Compiled`` object or a file on disk.
+
+Each reader returns an :class:`HloSource`: the parsed module plus the raw bytes kept beside the
+graph for provenance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tpugraphs_tools.errors import HloParseError
+from tpugraphs_tools.hlo.module import Module
+from tpugraphs_tools.hlo.proto import proto_to_text, text_to_proto
+from tpugraphs_tools.hlo.text import parse_hlo_text
+
+TEXT_SUFFIXES = (".hlo", ".txt")
+PROTO_SUFFIXES = (".pb", ".proto", ".hlo.pb")
+
+
+@dataclass
+class HloSource:
+    module: Module
+    text: str
+    proto: bytes | None
+    kind: str          # "jax" | "hlo-text" | "hlo-proto"
+    stage: str         # "unoptimized" | "optimized"
+    origin: str        # program name or file path
+
+
+def fingerprint(module: Module) -> str:
+    """Content hash of a module that ignores metadata and instruction names' debug suffixes.
+
+    Two lowerings of the same program on the same jax give the same fingerprint; it is the key
+    for de-duplicating graphs and for splitting by program without leaks.
+    """
+    h = hashlib.sha256()
+    for comp in module.computations:
+        h.update(f"{'E' if comp.is_entry else 'C'}{len(comp.instructions)}\n".encode())
+        local = {inst.name: i for i, inst in enumerate(comp.instructions)}
+        for i, inst in enumerate(comp.instructions):
+            attrs = sorted((k, v) for k, v in inst.attrs.items()
+                           if k not in ("metadata", "backend_config", "frontend_attributes",
+                                        "sharding", "origin"))
+            ops = ",".join(str(local.get(o, o)) for o in inst.operands)
+            h.update(f"{i}{'R' if inst.is_root else ''} {inst.shape.to_text()} {inst.opcode}"
+                     f"({ops}) {inst.parameter_number} {attrs}\n".encode())
+    return h.hexdigest()
+
+
+def from_lowered(lowered: Any, origin: str) -> HloSource:
+    """Un-optimized module of a ``jax.stages.Lowered`` (what TpuGraphs' layout graphs are)."""
+    text = lowered.as_text(dialect="hlo")
+    proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+    return HloSource(parse_hlo_text(text, source=origin), text, proto, "jax", "unoptimized",
+                     origin)
+
+
+def from_compiled(compiled: Any, origin: str) -> HloSource:
+    """Optimized module (fusions, assigned layouts) of a ``jax.stages.Compiled``."""
+    text = compiled.as_text()
+    proto = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
+    return HloSource(parse_hlo_text(text, source=origin), text, proto, "jax", "optimized",
+                     origin)
+
+
+def from_file(path: str | Path, stage: str = "unoptimized") -> HloSource:
+    """Read ``.hlo``/``.txt`` HLO text or a ``.pb`` serialized HloModuleProto."""
+    path = Path(path)
+    if not path.is_file():
+        raise HloParseError("no such file", source=str(path))
+    name = path.name.lower()
+    if name.endswith(PROTO_SUFFIXES):
+        proto = path.read_bytes()
+        text = proto_to_text(proto, source=str(path))
+        return HloSource(parse_hlo_text(text, source=str(path)), text, proto, "hlo-proto",
+                         stage, str(path))
+    if name.endswith(TEXT_SUFFIXES):
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise HloParseError("not UTF-8 text; pass a .pb for binary protos",
+                                source=str(path)) from None
+        module = parse_hlo_text(text, source=str(path))
+        return HloSource(module, text, text_to_proto(text), "hlo-text", stage, str(path))
+    raise HloParseError(f"unknown HLO file type (expected one of "
+                        f"{TEXT_SUFFIXES + PROTO_SUFFIXES})", source=str(path))

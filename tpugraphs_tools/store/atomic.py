@@ -1,0 +1,73 @@
+"""Crash-safe writes: temp file + fsync + rename, and a commit journal for multi-file updates.
+
+A dataset update replaces several fixed-name files (npz, both tables, the manifest). Each is
+first written under a temporary name; then a journal listing the renames is written atomically;
+then the renames run and the journal is removed. A crash before the journal leaves the old
+dataset intact (temps are swept later); a crash after it is rolled forward by the next open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+JOURNAL = ".tgt-commit.json"
+TEMP_MARK = ".tgt-tmp-"
+
+
+def temp_path(final: Path) -> Path:
+    return final.with_name(f"{final.name}{TEMP_MARK}{uuid.uuid4().hex[:8]}")
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(final: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` then rename onto ``final``; ``final`` is never seen half-written."""
+    tmp = temp_path(final)
+    try:
+        write(tmp)
+        _fsync(tmp)
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_bytes_atomic(final: Path, data: bytes) -> None:
+    write_atomic(final, lambda p: p.write_bytes(data))
+
+
+def commit(root: Path, renames: list[tuple[Path, Path]], deletes: list[Path] = ()) -> None:
+    """Apply ``(temp, final)`` renames and deletions as one roll-forward-able step."""
+    journal = {"renames": [[str(t.relative_to(root)), str(f.relative_to(root))]
+                           for t, f in renames],
+               "deletes": [str(p.relative_to(root)) for p in deletes]}
+    write_bytes_atomic(root / JOURNAL, json.dumps(journal).encode())
+    recover(root)
+
+
+def recover(root: Path) -> bool:
+    """Finish an interrupted commit (if any) and sweep stray temp files; True if it did work."""
+    journal_path = root / JOURNAL
+    did = False
+    if journal_path.exists():
+        journal = json.loads(journal_path.read_text())
+        for tmp, final in journal["renames"]:
+            if (root / tmp).exists():
+                os.replace(root / tmp, root / final)
+        for rel in journal["deletes"]:
+            (root / rel).unlink(missing_ok=True)
+        journal_path.unlink()
+        did = True
+    for stray in root.rglob(f"*{TEMP_MARK}*"):
+        stray.unlink(missing_ok=True)
+        did = True
+    return did

@@ -1,0 +1,61 @@
+"""manifest.json: what a dataset holds, who made it with which versions, and file checksums."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import platform
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tpugraphs_tools import __version__
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def jax_versions() -> tuple[str | None, str | None]:
+    try:
+        import jax
+        import jaxlib
+    except ImportError:
+        return None, None
+    return jax.__version__, jaxlib.__version__
+
+
+def host_info() -> dict[str, Any]:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(),
+            "machine": platform.machine(), "processor": platform.processor(),
+            "cpu_count": os.cpu_count()}
+
+
+def new_manifest() -> dict[str, Any]:
+    jax_v, jaxlib_v = jax_versions()
+    stamp = now()
+    return {
+        "format": "tgt-dataset", "format_version": FORMAT_VERSION,
+        "created_at": stamp, "updated_at": stamp, "tgt_version": __version__,
+        "jax_version": jax_v, "jaxlib_version": jaxlib_v,
+        "python_version": sys.version.split()[0], "numpy_version": np.__version__,
+        "host": host_info(), "devices": [],
+        "tables": {"graphs": {"file": "graphs.parquet", "rows": 0},
+                   "configs": {"file": "configs.parquet", "rows": 0}},
+        "files": {},
+    }
