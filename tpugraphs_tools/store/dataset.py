@@ -69,8 +69,9 @@ class Dataset:
         return cls(root, manifest)
 
     # -- tables ---------------------------------------------------------------------------
-    def _table(self, name: str) -> pl.DataFrame:
-        info = self.manifest["tables"][name]
+    def table(self, name: str) -> pl.DataFrame:
+        """A whole table (tables are small: one row per graph or config)."""
+        info = self.manifest["tables"].get(name, {"file": f"{name}.parquet"})
         path = self.root / info["file"]
         if not path.exists():
             return pl.from_arrow(arrow_schema(name).empty_table())
@@ -80,10 +81,10 @@ class Dataset:
             raise DatasetError(f"{path}: unreadable parquet: {exc}") from None
 
     def graphs(self) -> pl.DataFrame:
-        return self._table("graphs")
+        return self.table("graphs")
 
     def configs(self) -> pl.DataFrame:
-        return self._table("configs")
+        return self.table("configs")
 
     def graph_row(self, graph_id: str) -> dict[str, Any]:
         rows = self.graphs().filter(pl.col("graph_id") == graph_id).to_dicts()
@@ -133,7 +134,10 @@ class Transaction:
         self.dataset = dataset
         self._graph_rows: dict[str, dict[str, Any]] = {}
         self._config_rows: dict[str, list[dict[str, Any]]] = {}
+        # table -> (key column, keys replaced, new rows) for tables beyond graphs/configs
+        self._extra_rows: dict[str, tuple[str, set[Any], list[dict[str, Any]]]] = {}
         self._files: dict[str, bytes] = {}
+        self._deletes: list[str] = []
         self._devices: list[dict[str, str]] = []
 
     def __enter__(self) -> Transaction:
@@ -170,6 +174,22 @@ class Transaction:
         """Replace every config row of ``graph_id``."""
         self._config_rows[graph_id] = [{**r, "graph_id": graph_id} for r in rows]
 
+    def put_rows(self, table: str, key: str, keys: list[Any], rows: list[dict[str, Any]]) -> None:
+        """Replace the rows of ``table`` whose ``key`` column is in ``keys`` with ``rows``.
+
+        ``table`` needs ``schemas/<table>.schema.json``; it is registered in the manifest on
+        first use (e.g. ``partitions``).
+        """
+        _, old_keys, old_rows = self._extra_rows.get(table, (key, set(), []))
+        self._extra_rows[table] = (key, old_keys | set(keys), old_rows + rows)
+
+    def put_file(self, rel: str, data: bytes) -> None:
+        """Add or replace any file under the dataset root (listed + checksummed)."""
+        self._files[rel] = data
+
+    def delete_file(self, rel: str) -> None:
+        self._deletes.append(rel)
+
     def set_graph_field(self, graph_id: str, **fields: Any) -> None:
         row = self._graph_rows.get(graph_id) or self.dataset.graph_row(graph_id)
         self._graph_rows[graph_id] = {**row, **fields}
@@ -194,16 +214,26 @@ class Transaction:
         try:
             for rel, data in self._files.items():
                 stage(rel, lambda p, d=data: p.write_bytes(d))
-            graphs = ds.graphs().filter(~pl.col("graph_id").is_in(list(self._graph_rows)))
-            graph_rows = graphs.to_dicts() + list(self._graph_rows.values())
-            configs = ds.configs().filter(~pl.col("graph_id").is_in(list(self._config_rows)))
-            config_rows = configs.to_dicts() + [r for rows in self._config_rows.values()
-                                                for r in rows]
-            for name, rows in (("graphs", graph_rows), ("configs", config_rows)):
+            changes: dict[str, tuple[str, set[Any], list[dict[str, Any]]]] = {
+                "graphs": ("graph_id", set(self._graph_rows), list(self._graph_rows.values())),
+                "configs": ("graph_id", set(self._config_rows),
+                            [r for rows in self._config_rows.values() for r in rows]),
+                **self._extra_rows,
+            }
+            for name, (key, replaced, new_rows) in changes.items():
+                if name not in ("graphs", "configs") and not new_rows and not replaced:
+                    continue
+                info = manifest["tables"].setdefault(name, {"file": f"{name}.parquet",
+                                                            "rows": 0})
+                kept = ds.table(name)
+                if replaced and kept.height:
+                    kept = kept.filter(~pl.col(key).is_in(list(replaced)))
+                rows = kept.to_dicts() + new_rows
                 table = to_arrow_table(name, rows)
-                stage(manifest["tables"][name]["file"],
-                      lambda p, t=table: pq.write_table(t, p, compression="zstd"))
-                manifest["tables"][name]["rows"] = len(rows)
+                stage(info["file"], lambda p, t=table: pq.write_table(t, p, compression="zstd"))
+                info["rows"] = len(rows)
+            for rel in self._deletes:
+                manifest["files"].pop(rel, None)
             for dev in self._devices:
                 if dev not in manifest["devices"]:
                     manifest["devices"].append(dev)
@@ -216,11 +246,13 @@ class Transaction:
             for tmp, _ in renames:
                 tmp.unlink(missing_ok=True)
             raise
-        atomic.commit(root, renames)
+        atomic.commit(root, renames, [root / rel for rel in self._deletes])
         ds.manifest = manifest
         self._graph_rows.clear()
         self._config_rows.clear()
         self._files.clear()
+        self._extra_rows.clear()
+        self._deletes.clear()
 
 
 def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
