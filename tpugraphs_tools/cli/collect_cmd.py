@@ -27,25 +27,41 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
 @click.option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
               help="Forward pass or full training step.")
 @click.option("--backend", default=None, help="jax backend (default: jax's default).")
+@click.option("--configs", default=20, show_default=True, type=click.IntRange(min=0),
+              help="Layout configs per graph, default config included (0 = graphs only).")
+@click.option("--strategy", type=click.Choice(["default", "random"]), default="default",
+              show_default=True, help="default: perturbations of the compiler's choice; "
+              "random: every configurable tensor gets a random layout.")
+@click.option("--seed", default=0, show_default=True, help="Seed for configs and inputs.")
+@click.option("--repeats", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Timed runs per config (interleaved with the default config).")
+@click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
+@click.option("--timeout", "timeout_s", default=120.0, show_default=True,
+              help="Seconds per config (compile + run) before the worker is killed.")
 @handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], out: str, batch: int,
             image_size: int | None, seq_len: int | None, dtype: str, preset: str, mode: str,
-            backend: str | None) -> None:
-    """Lower programs / read HLO, featurize like TpuGraphs and store the graphs in OUT.
+            backend: str | None, configs: int, strategy: str, seed: int, repeats: int,
+            warmup: int, timeout_s: float) -> None:
+    """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store in OUT.
 
     \b
     Examples:
       tgt collect --program resnet50
-      tgt collect --program resnet50 --batch 1 --image-size 224 --out d/
+      tgt collect --program resnet50 --batch 1 --image-size 112 --configs 100 --seed 0 --out d/
+      tgt collect --program resnet50 --configs 0          # graphs only
       tgt collect --hlo dump/module_0001.jit_f.before_optimizations.txt
     """
     from tpugraphs_tools.collect import CollectRequest
     from tpugraphs_tools.collect import collect as run_collect
+    from tpugraphs_tools.collect.layout import LayoutOptions
 
     if not programs and not hlo_files:
         raise click.UsageError("give at least one --program or --hlo")
+    layout = LayoutOptions(configs=configs, strategy=strategy, seed=seed, warmup=warmup,
+                           repeats=repeats, timeout_s=timeout_s)
     request = CollectRequest(programs=list(programs), hlo_files=list(hlo_files), out=out,
-                             backend=backend)
+                             backend=backend, layout=layout)
     if programs:
         request.program_args = _program_args(batch, image_size, seq_len, dtype, preset, mode)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -58,6 +74,26 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], out: str, bat
     for row in summary.graphs:
         table.add_row(row["graph_id"], row["program"], str(row["num_nodes"]),
                       str(row["num_edges"]), str(row["num_configurable"]), str(row["num_configs"]))
+    console.print(table)
+    if summary.configs:
+        _print_config_summary(summary.configs)
+
+
+def _print_config_summary(summaries: dict[str, dict]) -> None:
+    table = Table(title="layout configs")
+    for col in ("graph_id", "configs", "ok", "no-op", "duplicate", "errors", "best speed-up",
+                "worst slowdown"):
+        table.add_column(col, justify="left" if col == "graph_id" else "right")
+    for graph_id, s in summaries.items():
+        status = s["status"]
+        errors = sum(v for k, v in status.items() if k not in ("ok", "noop", "duplicate"))
+        detail = ", ".join(f"{k} {v}" for k, v in status.items()
+                           if k not in ("ok", "noop", "duplicate"))
+        best = f"{s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
+        worst = f"{s['worst_slowdown']:.3f}×" if s["worst_slowdown"] else "-"
+        table.add_row(graph_id, str(s["configs"]), str(status.get("ok", 0)),
+                      str(status.get("noop", 0)), str(status.get("duplicate", 0)),
+                      f"{errors}" + (f" ({detail})" if detail else ""), best, worst)
     console.print(table)
 
 

@@ -86,8 +86,10 @@ def lower_program(name: str, args: Any) -> tuple[Any, HloSource]:
     return lowered, from_lowered(lowered, origin=program.name)
 
 
-def write_graphs(dataset: Dataset, collected: list[CollectedGraph]) -> None:
-    """Store graphs (npz + raw HLO) in one atomic commit."""
+def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
+                 configs: dict[str, list[dict[str, Any]]] | None = None) -> None:
+    """Store graphs (npz + raw HLO) and their config rows in one atomic commit."""
+    configs = configs or {}
     with dataset.transaction() as tx:
         for item in collected:
             if item.source.proto is not None:
@@ -96,6 +98,7 @@ def write_graphs(dataset: Dataset, collected: list[CollectedGraph]) -> None:
                 hlo, suffix = item.source.text.encode(), ".hlo.txt"
             tx.put_graph(item.row, item.arrays(), hlo=hlo, hlo_suffix=suffix)
             tx.add_device(item.row["backend"], item.row["device_kind"] or "")
+            tx.put_configs(item.graph_id, configs.get(item.graph_id, []))
 
 
 def collect_hlo_file(path: str, *, collection: str = "layout",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from tpugraphs_tools.collect.graphs import (
     lower_program,
     write_graphs,
 )
+from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
 from tpugraphs_tools.store import Dataset
 
 Progress = Callable[[str], None]
@@ -26,12 +27,14 @@ class CollectRequest:
     out: str = "data/"
     program_args: Any = None            # ProgramArgs
     backend: str | None = None
+    layout: LayoutOptions | None = None  # None or configs == 0: graphs only
 
 
 @dataclass
 class CollectSummary:
     dataset: str
     graphs: list[dict[str, Any]] = field(default_factory=list)
+    configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # graph_id -> summary
 
 
 def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> CollectSummary:
@@ -46,7 +49,17 @@ def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> 
     for label, make in items:
         progress(f"lowering + featurizing {label}")
         collected = make()
-        write_graphs(dataset, [collected])
+        rows: list[dict[str, Any]] = []
+        if request.layout is not None and request.layout.configs > 0:
+            result = collect_layout_configs(
+                collected.source.text, collected.source.module,
+                replace(request.layout, backend=request.backend),
+                progress=lambda i, n, label=label: progress(f"{label}: config {i}/{n}"))
+            collected.config_arrays = result.arrays
+            collected.row["num_configs"] = int(result.arrays["config_runtime"].shape[0])
+            rows = result.rows
+            summary.configs[collected.graph_id] = result.summary
+        write_graphs(dataset, [collected], configs={collected.graph_id: rows})
         summary.graphs.append(collected.row)
     return summary
 

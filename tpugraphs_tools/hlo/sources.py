@@ -30,6 +30,14 @@ class HloSource:
     origin: str        # program name or file path
 
 
+# Attributes that never change the computation, and the call attributes (hashed by position).
+_IGNORED_ATTRS = frozenset({
+    "metadata", "frontend_attributes", "sharding", "origin", "condition",
+    "body", "calls", "to_apply", "select", "scatter", "true_computation", "false_computation",
+    "branch_computations", "called_computations",
+})
+
+
 def fingerprint(module: Module) -> str:
     """Content hash of a module that ignores metadata and instruction names' debug suffixes.
 
@@ -37,16 +45,16 @@ def fingerprint(module: Module) -> str:
     for de-duplicating graphs and for splitting by program without leaks.
     """
     h = hashlib.sha256()
+    comp_index = {c.name: str(i) for i, c in enumerate(module.computations)}
     for comp in module.computations:
         h.update(f"{'E' if comp.is_entry else 'C'}{len(comp.instructions)}\n".encode())
         local = {inst.name: i for i, inst in enumerate(comp.instructions)}
         for i, inst in enumerate(comp.instructions):
-            attrs = sorted((k, v) for k, v in inst.attrs.items()
-                           if k not in ("metadata", "backend_config", "frontend_attributes",
-                                        "sharding", "origin"))
+            attrs = sorted((k, v) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS)
+            calls = ",".join(comp_index.get(c, c) for c in inst.called_computations)
             ops = ",".join(str(local.get(o, o)) for o in inst.operands)
             h.update(f"{i}{'R' if inst.is_root else ''} {inst.shape.to_text()} {inst.opcode}"
-                     f"({ops}) {inst.parameter_number} {attrs}\n".encode())
+                     f"({ops}) {inst.parameter_number} {calls} {attrs}\n".encode())
     return h.hexdigest()
 
 

@@ -24,7 +24,7 @@ _CALL_ATTRS = (
 )
 
 
-def _match_close(text: str, start: int) -> int:
+def match_close(text: str, start: int) -> int:
     """Index of the bracket closing ``text[start]``, skipping nested brackets and quoted strings."""
     stack = [_OPENERS[text[start]]]
     i = start + 1
@@ -80,7 +80,7 @@ def parse_shape(text: str) -> Shape:
     """Parse ``f32[2,3]{1,0}``, ``(f32[2], s32[])``, ``token[]``, ``f32[<=4]`` or a tiled layout."""
     text = text.strip()
     if text.startswith("("):
-        inner = text[1:_match_close(text, 0)]
+        inner = text[1:match_close(text, 0)]
         return Shape("tuple", tuple_shapes=tuple(parse_shape(p) for p in split_top_level(inner)))
     m = _ARRAY_SHAPE.match(text)
     if m is None:
@@ -103,12 +103,12 @@ def _parse_instruction(line: str) -> Instruction:
     eq = line.index(" = ")
     name = line[:eq].strip().lstrip("%")
     rest = line[eq + 3:].lstrip()
-    close = _match_close(rest, 0) if rest.startswith("(") else rest.index(" ") - 1
+    close = match_close(rest, 0) if rest.startswith("(") else rest.index(" ") - 1
     shape = parse_shape(rest[:close + 1])
     rest = rest[close + 1:].lstrip()
     paren = rest.index("(")
     opcode = rest[:paren].strip()
-    close = _match_close(rest, paren)
+    close = match_close(rest, paren)
     operand_text = rest[paren + 1:close]
     attrs: dict[str, str] = {}
     for item in split_top_level(rest[close + 1:]):
@@ -128,6 +128,12 @@ def _parse_instruction(line: str) -> Instruction:
             names = value.strip("{}").split(",") if value.startswith("{") else [value]
             inst.called_computations.extend(n.strip().lstrip("%") for n in names if n.strip())
     return inst
+
+
+def computation_header(line: str) -> tuple[str, bool] | None:
+    """(name, is_entry) when ``line`` opens a computation, else None."""
+    m = _HEADER.match(line.strip())
+    return (m.group(2), bool(m.group(1))) if m else None
 
 
 def _post_order(comps: dict[str, Computation], entry: str) -> list[Computation]:

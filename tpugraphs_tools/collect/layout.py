@@ -1,0 +1,141 @@
+"""Layout collection: configs for one graph, applied for real, measured in a worker.
+
+Runtimes stored in the npz (``config_runtime``) are drift-corrected: each config's minimum time
+divided by the default's minimum *in the same interleaved window*, times the default's median
+runtime over the whole session. Raw per-config minimum/median, CV and the in-window default
+are kept in configs.parquet (docs/layout-collection.md).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
+from tpugraphs_tools.configs.layout import LayoutSpace
+from tpugraphs_tools.errors import ConfigError
+from tpugraphs_tools.measure.apply import apply_layout_config
+from tpugraphs_tools.measure.worker import (
+    COMPILE_ERROR,
+    OK,
+    IsolatedMeasurer,
+    Job,
+    SessionSpec,
+)
+
+
+@dataclass
+class LayoutOptions:
+    configs: int = 20
+    strategy: str = "default"
+    seed: int = 0
+    warmup: int = 2
+    repeats: int = 10
+    timeout_s: float = 120.0
+    backend: str | None = None
+    rtol: float = 1e-3
+    faults: dict[int, str] = field(default_factory=dict)  # tests only: config index -> fault
+
+
+@dataclass
+class LayoutResult:
+    rows: list[dict[str, Any]]
+    arrays: dict[str, np.ndarray]
+    summary: dict[str, Any]
+
+
+def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: LayoutOptions,
+         result: dict[str, Any]) -> dict[str, Any]:
+    timing = result.get("timing") or {}
+    realized = result.get("realized") or {}
+    return {
+        "config_index": index, "strategy": opts.strategy, "seed": opts.seed,
+        "is_default": config.is_default, "status": result["status"],
+        "config": json.dumps(config.to_json(space), sort_keys=True),
+        "realized": json.dumps(realized, sort_keys=True) if realized else None,
+        "num_copies": realized.get("copies"),
+        "optimized_fingerprint": realized.get("fingerprint"),
+        "duplicate_of": result.get("duplicate_of"),
+        "runtime_min_ns": timing.get("min_ns"), "runtime_median_ns": timing.get("median_ns"),
+        "runtime_cv": timing.get("cv"), "repeats": timing.get("repeats"),
+        "default_runtime_ns": (result.get("default_timing") or {}).get("min_ns"),
+        "max_abs_error": result.get("max_abs_error"),
+        "compile_seconds": result.get("compile_seconds"),
+        "error_message": result.get("error"),
+    }
+
+
+def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
+                           progress: Callable[[int, int], None] = lambda _i, _n: None
+                           ) -> LayoutResult:
+    """Generate, apply, compile and time ``opts.configs`` configs of one module."""
+    space = layout_space(module)
+    configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
+    spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed, warmup=opts.warmup,
+                       repeats=opts.repeats, rtol=opts.rtol)
+    rows: list[dict[str, Any]] = []
+    with IsolatedMeasurer(spec, timeout_s=opts.timeout_s) as measurer:
+        info = measurer.start()
+        known = {info["key"]: 0}
+        default = {"status": OK, "timing": info["timing"], "default_timing": info["timing"],
+                   "realized": info["realized"], "compile_seconds": info["compile_seconds"],
+                   "max_abs_error": 0.0}
+        rows.append(_row(0, configs[0], space, opts, default))
+        progress(1, len(configs))
+        tensors = space.by_key()
+        for index, config in enumerate(configs[1:], start=1):
+            nodes = sorted({tensors[key].node for key, _ in config.layouts})
+            try:
+                job_text = apply_layout_config(text, space, config)
+            except ConfigError as exc:
+                result: dict[str, Any] = {"status": COMPILE_ERROR, "error": str(exc)}
+            else:
+                result = measurer.measure(Job(index, job_text, nodes=nodes, known=dict(known),
+                                              fault=opts.faults.get(index)))
+            if result["status"] == OK and "key" in result:
+                known[result["key"]] = index
+            rows.append(_row(index, config, space, opts, result))
+            progress(index + 1, len(configs))
+        restarts = measurer.restarts
+    arrays = _arrays(rows, configs, space)
+    return LayoutResult(rows, arrays, _summary(rows, restarts))
+
+
+def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],
+            space: LayoutSpace) -> dict[str, np.ndarray]:
+    """TpuGraphs config arrays over the ok configs (distinct labels only)."""
+    ok = [r for r in rows if r["status"] == OK]
+    defaults = [r["default_runtime_ns"] for r in ok if r["default_runtime_ns"]]
+    reference = statistics.median(defaults) if defaults else 0
+    runtimes, feats = [], []
+    for npz_row, row in enumerate(ok):
+        relative = row["runtime_min_ns"] / row["default_runtime_ns"]
+        row["relative_to_default"] = relative
+        row["npz_row"] = npz_row
+        runtimes.append(max(1, round(relative * reference)))
+        feats.append(configs[row["config_index"]].encode(space.num_config_nodes))
+    for row in rows:
+        row.setdefault("relative_to_default", None)
+        row.setdefault("npz_row", None)
+    nc = space.num_config_nodes
+    return {
+        "node_config_feat": np.stack(feats) if feats else np.zeros((0, nc, 18), np.float32),
+        "config_runtime": np.array(runtimes, dtype=np.int64),
+    }
+
+
+def _summary(rows: list[dict[str, Any]], restarts: int) -> dict[str, Any]:
+    counts = Counter(r["status"] for r in rows)
+    relative = [r["relative_to_default"] for r in rows
+                if r["status"] == OK and not r["is_default"]]
+    return {
+        "configs": len(rows), "status": dict(counts), "worker_restarts": restarts,
+        "best_speedup": (1 / min(relative)) if relative else None,
+        "worst_slowdown": max(relative) if relative else None,
+    }

@@ -1,0 +1,117 @@
+"""Layout configurations: a ``minor_to_major`` per tensor slot of each configurable node.
+
+Slots follow TpuGraphs' 18 layout features: slot 0 is the node's output, slot 1 its first
+operand (input / lhs), slot 2 its second operand (convolution kernel, dot rhs). A slot left to
+the compiler is encoded as six −1; a chosen layout as its minor_to_major followed by −1 padding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tpugraphs_tools.features.opcodes import CONFIGURABLE_OPCODES
+from tpugraphs_tools.hlo.module import Module
+
+NUM_LAYOUT_FEATURES = 18
+SLOTS = ("output", "input", "kernel")
+MAX_RANK = 6
+Layout = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LayoutTensor:
+    """One configurable tensor: node ``config_index`` (row in node_config_ids), slot, shape."""
+
+    config_index: int
+    node_index: int
+    node: str
+    computation: str
+    slot: int
+    operand: str | None      # producing instruction for input slots; None for the output
+    element_type: str
+    dims: tuple[int, ...]
+    default: Layout          # the layout the module states (row-major for jax lowerings)
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+
+@dataclass
+class LayoutSpace:
+    """Every tensor a layout config may constrain, for one module."""
+
+    num_config_nodes: int
+    tensors: list[LayoutTensor]
+
+    def by_key(self) -> dict[tuple[int, int], LayoutTensor]:
+        return {(t.config_index, t.slot): t for t in self.tensors}
+
+
+def _row_major(rank: int) -> Layout:
+    return tuple(range(rank - 1, -1, -1))
+
+
+def layout_space(module: Module) -> LayoutSpace:
+    """Configurable tensors of ``module`` (rank ≥ 2: lower ranks have a single layout)."""
+    tensors: list[LayoutTensor] = []
+    config_index = 0
+    for node_index, (comp, inst) in enumerate(module.instructions()):
+        if inst.opcode not in CONFIGURABLE_OPCODES:
+            continue
+        by_name = {i.name: i for i in comp.instructions}
+        candidates = [(0, None, inst.shape)]
+        for slot, operand in ((1, 0), (2, 1)):
+            if operand < len(inst.operands):
+                producer = by_name.get(inst.operands[operand])
+                if producer is not None:
+                    candidates.append((slot, producer.name, producer.shape))
+        for slot, operand, shape in candidates:
+            if shape.is_tuple or not 2 <= shape.rank <= MAX_RANK:
+                continue
+            default = shape.minor_to_major or _row_major(shape.rank)
+            tensors.append(LayoutTensor(config_index, node_index, inst.name, comp.name, slot,
+                                        operand, shape.element_type, shape.dims, tuple(default)))
+        config_index += 1
+    return LayoutSpace(config_index, tensors)
+
+
+@dataclass(frozen=True)
+class LayoutConfig:
+    """Chosen layouts keyed by (config_index, slot); absent keys are left to the compiler."""
+
+    layouts: tuple[tuple[tuple[int, int], Layout], ...] = ()
+
+    @classmethod
+    def of(cls, layouts: dict[tuple[int, int], Layout]) -> LayoutConfig:
+        return cls(tuple(sorted((k, tuple(v)) for k, v in layouts.items())))
+
+    @property
+    def is_default(self) -> bool:
+        return not self.layouts
+
+    def as_dict(self) -> dict[tuple[int, int], Layout]:
+        return dict(self.layouts)
+
+    def encode(self, num_config_nodes: int) -> np.ndarray:
+        """TpuGraphs ``node_config_feat`` row: float32 [nc, 18], −1 where the compiler picks."""
+        feat = np.full((num_config_nodes, NUM_LAYOUT_FEATURES), -1.0, dtype=np.float32)
+        for (node, slot), layout in self.layouts:
+            feat[node, slot * MAX_RANK: slot * MAX_RANK + len(layout)] = layout
+        return feat
+
+    def to_json(self, space: LayoutSpace) -> dict[str, dict[str, list[int]]]:
+        """Human-readable form for configs.parquet: node name → slot name → minor_to_major."""
+        tensors = space.by_key()
+        out: dict[str, dict[str, list[int]]] = {}
+        for key, layout in self.layouts:
+            t = tensors[key]
+            out.setdefault(t.node, {})[SLOTS[t.slot]] = list(layout)
+        return out
+
+
+def validate_layout(layout: Layout, rank: int) -> None:
+    if sorted(layout) != list(range(rank)):
+        raise ValueError(f"{layout} is not a permutation of the {rank} dims")

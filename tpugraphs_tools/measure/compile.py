@@ -1,0 +1,120 @@
+"""Compile HLO text on a jax backend with the entry interface pinned, and make its inputs.
+
+Entry layouts are pinned to the module's stated (row-major) layouts so every config of a graph
+has the same calling convention: inputs are placed once and reused, and a config only changes
+what happens inside the program. Compiler options pass through ``env_option_overrides``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tpugraphs_tools.errors import ConfigError
+from tpugraphs_tools.hlo.module import Module, Shape
+
+_NUMPY_TYPES = {
+    "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "f32": "float32", "f64": "float64", "bf16": "bfloat16",
+    "c64": "complex64", "c128": "complex128",
+}
+
+
+def numpy_dtype(element_type: str) -> np.dtype:
+    name = _NUMPY_TYPES.get(element_type)
+    if name is None:
+        raise ConfigError(f"element type {element_type} cannot be fed from numpy")
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _row_major(rank: int) -> tuple[int, ...]:
+    return tuple(range(rank - 1, -1, -1))
+
+
+def _xla_shape(shape: Shape) -> Any:
+    from jax._src.lib import xla_client as xc
+
+    if shape.is_tuple:
+        return xc.Shape.tuple_shape([_xla_shape(s) for s in shape.tuple_shapes])
+    layout = shape.minor_to_major if shape.minor_to_major else _row_major(shape.rank)
+    return xc.Shape.array_shape(numpy_dtype(shape.element_type), shape.dims, layout)
+
+
+@dataclass(frozen=True)
+class EntrySignature:
+    parameters: tuple[Shape, ...]
+    result: Shape
+
+
+def entry_signature(module: Module) -> EntrySignature:
+    params = sorted((i for i in module.entry.instructions if i.opcode == "parameter"),
+                    key=lambda i: i.parameter_number)
+    for p in params:
+        if p.shape.is_tuple:
+            raise ConfigError(f"entry parameter {p.name} is a tuple; tgt feeds array "
+                              "parameters only")
+    return EntrySignature(tuple(p.shape for p in params), module.entry.root.shape)
+
+
+def compile_text(text: str, signature: EntrySignature, options: dict[str, Any] | None = None,
+                 backend: str | None = None) -> Any:
+    """HLO text → loaded executable on the first device of ``backend``."""
+    import jax
+    from jax._src.lib import xla_client as xc
+
+    module = xc.hlo.hlo_module_from_text(text)
+    computation = xc.XlaComputation(module.as_serialized_hlo_module_proto())
+    mlir = xc._xla.mlir.xla_computation_to_mlir_module(computation)
+    device = jax.devices(backend)[0]
+    opts = xc.CompileOptions()
+    opts.argument_layouts = [_xla_shape(s) for s in signature.parameters]
+    opts.executable_build_options.result_layout = _xla_shape(signature.result)
+    if options:
+        opts.env_option_overrides = [(k, _option_value(v)) for k, v in options.items()]
+    return device.client.compile_and_load(mlir, xc.DeviceList((device,)), opts)
+
+
+def _option_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value
+    return str(value)
+
+
+def make_inputs(signature: EntrySignature, seed: int, backend: str | None = None) -> list[Any]:
+    """Random device arrays for the entry parameters (normal floats, ints in [0, 2))."""
+    import jax
+
+    rng = np.random.default_rng(seed)
+    device = jax.devices(backend)[0]
+    arrays = []
+    for shape in signature.parameters:
+        dtype = numpy_dtype(shape.element_type)
+        if dtype == np.bool_:
+            value = rng.integers(0, 2, size=shape.dims).astype(bool)
+        elif np.issubdtype(dtype, np.integer):
+            value = rng.integers(0, 2, size=shape.dims).astype(dtype)
+        elif np.issubdtype(dtype, np.complexfloating):
+            value = (rng.standard_normal(shape.dims) + 1j * rng.standard_normal(shape.dims))
+            value = value.astype(dtype)
+        else:
+            value = rng.standard_normal(shape.dims).astype(np.float32).astype(dtype)
+        arrays.append(jax.device_put(value, device))
+    return arrays
+
+
+def run(executable: Any, inputs: list[Any]) -> list[Any]:
+    """Execute once and return output arrays (blocked until ready)."""
+    outputs = executable.execute_sharded(inputs).disassemble_into_single_device_arrays()
+    flat = [o[0] for o in outputs]
+    for o in flat:
+        o.block_until_ready()
+    return flat
