@@ -72,11 +72,15 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: LayoutOptio
 
 
 def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
-                           progress: Callable[[int, int], None] = lambda _i, _n: None
-                           ) -> LayoutResult:
-    """Generate, apply, compile and time ``opts.configs`` configs of one module."""
+                           progress: Callable[[int, int], None] = lambda _i, _n: None,
+                           configs: list[LayoutConfig] | None = None) -> LayoutResult:
+    """Apply, compile and time ``opts.configs`` generated configs of one module (or the given
+    ``configs``, whose first entry must be the default config)."""
     space = layout_space(module)
-    configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
+    if configs is None:
+        configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
+    elif not configs or not configs[0].is_default:
+        raise ConfigError("explicit config lists must start with the default config")
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed, warmup=opts.warmup,
                        repeats=opts.repeats, rtol=opts.rtol)
     rows: list[dict[str, Any]] = []

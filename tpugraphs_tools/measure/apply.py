@@ -39,8 +39,8 @@ def _replace_operand(line: str, index: int, new_name: str, sigil: str) -> str:
     paren = line.index("(", offset)
     close = match_close(line, paren)
     operands = split_top_level(line[paren + 1:close])
-    head, _, _ = operands[index].rpartition(" ")
-    operands[index] = f"{head} {sigil}{new_name}".strip()
+    # The operand's shape prefix (dump style) is dropped: its layout is no longer the old one.
+    operands[index] = f"{sigil}{new_name}"
     return line[:paren + 1] + ", ".join(operands) + line[close:]
 
 

@@ -1,0 +1,64 @@
+"""End-to-end layout measurement in worker processes on a small conv net (no timing asserts)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
+from tpugraphs_tools.configs import LayoutConfig, layout_space
+
+
+def _explicit_configs(module):
+    space = layout_space(module)
+    conv_out = next(t for t in space.tensors if t.node.startswith("conv") and t.slot == 0)
+    key = (conv_out.config_index, 0)
+    return space, [
+        LayoutConfig(),
+        LayoutConfig.of({key: conv_out.default}),           # states the default: compiler no-op
+        LayoutConfig.of({key: (0, 1, 2, 3)}),               # batch-minor: copies required
+        LayoutConfig.of({key: (1, 2, 3, 0)}),               # crashes (injected)
+        LayoutConfig.of({key: (0, 1, 2, 3)}),               # same as #2 after compiling
+        LayoutConfig.of({key: (2, 1, 3, 0)}),               # after the crash: still measured
+    ]
+
+
+def test_noop_crash_duplicate_and_real_configs(convnet_source):
+    src = convnet_source
+    space, configs = _explicit_configs(src.module)
+    opts = LayoutOptions(configs=len(configs), repeats=3, warmup=1, timeout_s=60,
+                         faults={3: "crash"})
+    result = collect_layout_configs(src.text, src.module, opts, configs=configs)
+    status = [r["status"] for r in result.rows]
+    assert status == ["ok", "noop", "ok", "crash", "duplicate", "ok"]
+    rows = result.rows
+    assert rows[1]["duplicate_of"] == 0 and rows[1]["npz_row"] is None
+    assert rows[4]["duplicate_of"] == 2
+    assert "SIGSEGV" in rows[3]["error_message"]
+    assert result.summary["worker_restarts"] == 1
+    # Copies the forced layout needs are visible in the stored realized layouts.
+    assert rows[0]["num_copies"] == 0 and rows[2]["num_copies"] > 0
+    realized = json.loads(rows[2]["realized"])
+    assert realized["copies"] == rows[2]["num_copies"]
+    assert json.loads(rows[2]["config"]) != json.loads(rows[0]["config"])
+    # npz arrays hold only distinct measured labels, TpuGraphs dtypes and shapes.
+    feat, runtime = result.arrays["node_config_feat"], result.arrays["config_runtime"]
+    assert feat.shape == (3, space.num_config_nodes, 18) and feat.dtype == np.float32
+    assert runtime.dtype == np.int64 and (runtime > 0).all()
+    assert (feat[0] == -1).all() and feat.min() >= -1 and feat.max() <= 5
+    assert [r["npz_row"] for r in rows if r["status"] == "ok"] == [0, 1, 2]
+    for r in rows:
+        if r["status"] == "ok":
+            assert r["runtime_min_ns"] > 0 and r["max_abs_error"] <= 1e-3 * 100
+
+
+def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source):
+    src = convnet_source
+    _, configs = _explicit_configs(src.module)
+    opts = LayoutOptions(configs=3, repeats=2, warmup=0, timeout_s=8,
+                         faults={1: "hang", 2: "raise"})
+    result = collect_layout_configs(src.text, src.module, opts,
+                                    configs=[configs[0], configs[2], configs[5]])
+    assert [r["status"] for r in result.rows] == ["ok", "timeout", "compile_error"]
+    assert "injected" in result.rows[2]["error_message"]
