@@ -1,0 +1,23 @@
+"""Write one benchmark's section into docs/benchmarks.md (sections are '## ' headings)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def write_section(title: str, body: str, command: str) -> None:
+    """Replace (or append) the ``## title`` section, stamped with the date and the command."""
+    stamp = dt.date.today().isoformat()
+    section = f"## {title}\n\nMeasured {stamp} with `{command}`.\n\n{body.strip()}\n"
+    text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
+    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: section + "\n", text)
+    else:
+        text = text.rstrip() + "\n\n" + section
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    DOC.write_text(text)
