@@ -1,6 +1,8 @@
-"""``tgt collect``: build a dataset from zoo programs, user programs or HLO files."""
+"""``tgt collect``: build a dataset from zoo programs, user programs, HLO files or a plan."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -14,8 +16,12 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
               help="Zoo program (see `tgt programs`) or user 'module:make_fn'. Repeatable.")
 @click.option("--hlo", "hlo_files", multiple=True, type=click.Path(dir_okay=False),
               help="HLO text (.hlo/.txt) or HloModuleProto (.pb) file. Repeatable.")
-@click.option("--out", default=DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False),
-              help="Dataset directory (created or extended).")
+@click.option("--plan", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="YAML/JSON plan: programs × arguments × configs (docs/collect.md).")
+@click.option("--status", "status_of", type=click.Path(file_okay=False), default=None,
+              help="Show the progress of a (partial) collection in this dataset and exit.")
+@click.option("--out", default=None, type=click.Path(file_okay=False),
+              help=f"Dataset directory, created or extended [default: {DEFAULT_DATA}].")
 @click.option("--batch", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--image-size", type=click.IntRange(min=8), default=None,
               help="Image side for vision programs (default: the preset's).")
@@ -34,16 +40,29 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
               "random: every configurable tensor gets a random layout.")
 @click.option("--seed", default=0, show_default=True, help="Seed for configs and inputs.")
 @click.option("--repeats", default=10, show_default=True, type=click.IntRange(min=1),
-              help="Timed runs per config (interleaved with the default config).")
+              help="Timed rounds per config (each round also runs the default config).")
 @click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--timeout", "timeout_s", default=120.0, show_default=True,
-              help="Seconds per config (compile + run) before the worker is killed.")
+              help="Seconds per config (compile, or run) before the worker is killed.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Compile worker processes running ahead of the measurement worker.")
+@click.option("--timing-batch", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Configs timed together against one default run per round.")
+@click.option("--pin/--no-pin", default=True, show_default=True,
+              help="Pin the measurement worker to the first CPU, compilation to the others.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True, help="Run items in this process or on a Ray cluster.")
+@click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
 @handle_errors
-def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], out: str, batch: int,
-            image_size: int | None, seq_len: int | None, dtype: str, preset: str, mode: str,
-            backend: str | None, configs: int, strategy: str, seed: int, repeats: int,
-            warmup: int, timeout_s: float) -> None:
-    """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store in OUT.
+def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
+            status_of: str | None, out: str | None, batch: int, image_size: int | None,
+            seq_len: int | None, dtype: str, preset: str, mode: str, backend: str | None,
+            configs: int, strategy: str, seed: int, repeats: int, warmup: int,
+            timeout_s: float, workers: int, timing_batch: int, pin: bool, executor: str,
+            address: str | None) -> None:
+    """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
+
+    Killed at any point, the same command resumes where it stopped.
 
     \b
     Examples:
@@ -51,30 +70,62 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], out: str, bat
       tgt collect --program resnet50 --batch 1 --image-size 112 --configs 100 --seed 0 --out d/
       tgt collect --program resnet50 --configs 0          # graphs only
       tgt collect --hlo dump/module_0001.jit_f.before_optimizations.txt
+      tgt collect --plan examples/plan.yaml
+      tgt collect --status data/
     """
-    from tpugraphs_tools.collect import CollectRequest
-    from tpugraphs_tools.collect import collect as run_collect
     from tpugraphs_tools.collect.layout import LayoutOptions
+    from tpugraphs_tools.collect.run import CollectItem, CollectRequest
 
-    if not programs and not hlo_files:
-        raise click.UsageError("give at least one --program or --hlo")
-    layout = LayoutOptions(configs=configs, strategy=strategy, seed=seed, warmup=warmup,
-                           repeats=repeats, timeout_s=timeout_s)
-    request = CollectRequest(programs=list(programs), hlo_files=list(hlo_files), out=out,
-                             backend=backend, layout=layout)
-    if programs:
-        request.program_args = _program_args(batch, image_size, seq_len, dtype, preset, mode)
+    if status_of is not None:
+        _print_status(status_of)
+        return
+    if plan is not None:
+        if programs or hlo_files:
+            raise click.UsageError("give either --plan or --program/--hlo, not both")
+        from tpugraphs_tools.collect.plan import load_plan_file, request_from_plan
+
+        request = request_from_plan(load_plan_file(plan), source=plan, out=out)
+    else:
+        if not programs and not hlo_files:
+            raise click.UsageError("give at least one --program or --hlo (or --plan)")
+        from tpugraphs_tools.programs import ProgramArgs
+
+        layout = LayoutOptions(configs=configs, strategy=strategy, seed=seed, warmup=warmup,
+                               repeats=repeats, timeout_s=timeout_s, workers=workers,
+                               batch=timing_batch, pin=pin)
+        args = ProgramArgs(batch=batch, image_size=image_size, seq_len=seq_len, dtype=dtype,
+                           preset=preset, mode=mode)
+        items = [CollectItem(program=p, program_args=args, layout=layout) for p in programs]
+        items += [CollectItem(hlo=h, layout=layout) for h in hlo_files]
+        request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
+    summary = _run(request, executor, address)
+    _print_summary(summary)
+
+
+def _run(request: Any, executor: str, address: str | None) -> Any:
+    if executor == "ray":
+        from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
+
+        return collect_with_ray(request, address=address, progress=console.print)
+    from tpugraphs_tools.collect.run import collect as run_collect
+
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("collecting", total=None)
-        summary = run_collect(request, progress=lambda msg: bar.update(task, description=msg))
+        return run_collect(request, progress=lambda msg: bar.update(task, description=msg))
+
+
+def _print_summary(summary: Any) -> None:
     table = Table(title=f"collected into {summary.dataset}")
     for col in ("graph_id", "program", "nodes", "edges", "configurable", "configs"):
-        table.add_column(col, justify="right" if col not in ("graph_id", "program") else "left")
+        table.add_column(col, justify="right" if col not in ("graph_id", "program") else "left",
+                         overflow="fold")
     for row in summary.graphs:
         table.add_row(row["graph_id"], row["program"], str(row["num_nodes"]),
                       str(row["num_edges"]), str(row["num_configurable"]), str(row["num_configs"]))
     console.print(table)
+    if summary.skipped:
+        console.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
     if summary.configs:
         _print_config_summary(summary.configs)
 
@@ -83,23 +134,31 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
     table = Table(title="layout configs")
     for col in ("graph_id", "configs", "ok", "no-op", "duplicate", "errors", "best speed-up",
                 "worst slowdown"):
-        table.add_column(col, justify="left" if col == "graph_id" else "right")
+        table.add_column(col, justify="left" if col == "graph_id" else "right", overflow="fold",
+                         min_width=24 if col == "graph_id" else None)
     for graph_id, s in summaries.items():
         status = s["status"]
-        errors = sum(v for k, v in status.items() if k not in ("ok", "noop", "duplicate"))
-        detail = ", ".join(f"{k} {v}" for k, v in status.items()
-                           if k not in ("ok", "noop", "duplicate"))
+        errors = {k: v for k, v in status.items() if k not in ("ok", "noop", "duplicate")}
+        detail = ", ".join(f"{k} {v}" for k, v in errors.items())
         best = f"{s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
         worst = f"{s['worst_slowdown']:.3f}×" if s["worst_slowdown"] else "-"
         table.add_row(graph_id, str(s["configs"]), str(status.get("ok", 0)),
                       str(status.get("noop", 0)), str(status.get("duplicate", 0)),
-                      f"{errors}" + (f" ({detail})" if detail else ""), best, worst)
+                      f"{sum(errors.values())}" + (f" ({detail})" if detail else ""), best, worst)
     console.print(table)
 
 
-def _program_args(batch: int, image_size: int | None, seq_len: int | None, dtype: str,
-                  preset: str, mode: str) -> object:
-    from tpugraphs_tools.programs import ProgramArgs
+def _print_status(root: str) -> None:
+    from tpugraphs_tools.collect.status import collection_status
 
-    return ProgramArgs(batch=batch, image_size=image_size, seq_len=seq_len, dtype=dtype,
-                       preset=preset, mode=mode)
+    status = collection_status(root)
+    table = Table(title=f"collection status of {status['dataset']}")
+    for col in ("graph_id", "state", "config rows", "statuses"):
+        table.add_column(col, overflow="fold")
+    for row in status["committed"]:
+        table.add_row(row["graph_id"], "committed", str(row["config_rows"]),
+                      ", ".join(f"{k} {v}" for k, v in sorted(row["statuses"].items())))
+    for graph_id, info in status["partial"].items():
+        table.add_row(graph_id, "[yellow]in progress[/]", str(info["measured"]),
+                      f"journal: {info['header']}")
+    console.print(table)

@@ -1,7 +1,8 @@
 """Collection pipelines: programs/HLO → graphs → configs → measured runtimes → dataset."""
 
 from tpugraphs_tools.collect.graphs import CollectedGraph, collect_hlo_file, collect_source
-from tpugraphs_tools.collect.run import CollectRequest, CollectSummary, collect
+from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
+from tpugraphs_tools.collect.run import CollectItem, CollectRequest, CollectSummary, collect
 
-__all__ = ["CollectRequest", "CollectSummary", "CollectedGraph", "collect", "collect_hlo_file",
-           "collect_source"]
+__all__ = ["CollectItem", "CollectRequest", "CollectSummary", "CollectedGraph", "LayoutOptions",
+           "collect", "collect_hlo_file", "collect_layout_configs", "collect_source"]

@@ -21,13 +21,9 @@ from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.configs.layout import LayoutSpace
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.measure.apply import apply_layout_config
-from tpugraphs_tools.measure.worker import (
-    COMPILE_ERROR,
-    OK,
-    IsolatedMeasurer,
-    Job,
-    SessionSpec,
-)
+from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
+from tpugraphs_tools.measure.realized import options_key
+from tpugraphs_tools.measure.worker import COMPILE_ERROR, OK, Job, SessionSpec
 
 
 @dataclass
@@ -40,7 +36,15 @@ class LayoutOptions:
     timeout_s: float = 120.0
     backend: str | None = None
     rtol: float = 1e-3
+    workers: int = 1          # compile workers running ahead of the measurement worker
+    batch: int = 4            # configs timed together against one default run per round
+    pin: bool = True          # measurement keeps the first CPU to itself
     faults: dict[int, str] = field(default_factory=dict)  # tests only: config index -> fault
+
+    def journal_header(self) -> dict[str, Any]:
+        """The arguments a resumed collection must share with the interrupted one."""
+        return {"strategy": self.strategy, "seed": self.seed, "warmup": self.warmup,
+                "repeats": self.repeats, "rtol": self.rtol}
 
 
 @dataclass
@@ -73,47 +77,72 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: LayoutOptio
 
 def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
                            progress: Callable[[int, int], None] = lambda _i, _n: None,
-                           configs: list[LayoutConfig] | None = None) -> LayoutResult:
-    """Apply, compile and time ``opts.configs`` generated configs of one module (or the given
-    ``configs``, whose first entry must be the default config)."""
+                           configs: list[LayoutConfig] | None = None,
+                           done: dict[int, dict[str, Any]] | None = None,
+                           on_row: Callable[[dict[str, Any]], None] = lambda _row: None,
+                           ) -> LayoutResult:
+    """Apply, compile and time the configs of one module.
+
+    ``configs`` defaults to ``opts.configs`` generated ones (an explicit list must start with
+    the default config). ``done`` holds rows measured by an interrupted run: they are kept and
+    not measured again. ``on_row`` sees every new row as soon as it exists (the journal).
+    """
     space = layout_space(module)
     if configs is None:
         configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
     elif not configs or not configs[0].is_default:
         raise ConfigError("explicit config lists must start with the default config")
+    rows = {i: r for i, r in (done or {}).items() if i < len(configs)}
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed, warmup=opts.warmup,
                        repeats=opts.repeats, rtol=opts.rtol)
-    rows: list[dict[str, Any]] = []
-    with IsolatedMeasurer(spec, timeout_s=opts.timeout_s) as measurer:
-        info = measurer.start()
-        known = {info["key"]: 0}
-        default = {"status": OK, "timing": info["timing"], "default_timing": info["timing"],
-                   "realized": info["realized"], "compile_seconds": info["compile_seconds"],
-                   "max_abs_error": 0.0}
-        rows.append(_row(0, configs[0], space, opts, default))
-        progress(1, len(configs))
-        tensors = space.by_key()
-        for index, config in enumerate(configs[1:], start=1):
-            nodes = sorted({tensors[key].node for key, _ in config.layouts})
-            try:
-                job_text = apply_layout_config(text, space, config)
-            except ConfigError as exc:
-                result: dict[str, Any] = {"status": COMPILE_ERROR, "error": str(exc)}
-            else:
-                result = measurer.measure(Job(index, job_text, nodes=nodes, known=dict(known),
-                                              fault=opts.faults.get(index)))
-            if result["status"] == OK and "key" in result:
-                known[result["key"]] = index
-            rows.append(_row(index, config, space, opts, result))
-            progress(index + 1, len(configs))
-        restarts = measurer.restarts
-    arrays = _arrays(rows, configs, space)
-    return LayoutResult(rows, arrays, _summary(rows, restarts))
+    pipeline = PipelineOptions(compile_workers=opts.workers, batch=opts.batch,
+                               timeout_s=opts.timeout_s, pin=opts.pin)
+
+    def record(index: int, result: dict[str, Any]) -> None:
+        rows[index] = _row(index, configs[index], space, opts, result)
+        on_row(rows[index])
+        progress(len(rows), len(configs))
+
+    todo = [i for i in range(len(configs)) if i not in rows]
+    restarts = 0
+    if todo:
+        with PipelinedMeasurer(spec, pipeline) as measurer:
+            info = measurer.start()
+            known = {info["key"]: 0}
+            for index, row in rows.items():
+                if row["status"] == OK and index and row.get("optimized_fingerprint"):
+                    known.setdefault(options_key(row["optimized_fingerprint"], spec.options),
+                                     index)
+            if 0 not in rows:
+                record(0, {"status": OK, "timing": info["timing"],
+                           "default_timing": info["timing"], "realized": info["realized"],
+                           "compile_seconds": info["compile_seconds"], "max_abs_error": 0.0})
+            tensors = space.by_key()
+            jobs = []
+            for index in todo:
+                if index == 0:
+                    continue
+                config = configs[index]
+                try:
+                    job_text = apply_layout_config(text, space, config)
+                except ConfigError as exc:
+                    record(index, {"status": COMPILE_ERROR, "error": str(exc)})
+                    continue
+                nodes = sorted({tensors[key].node for key, _ in config.layouts})
+                jobs.append(Job(index, job_text, nodes=nodes, fault=opts.faults.get(index)))
+            measurer.run(jobs, known, lambda result: record(result["index"], result))
+            restarts = measurer.restarts
+    ordered = [rows[i] for i in range(len(configs))]
+    arrays = _arrays(ordered, configs, space)
+    return LayoutResult(ordered, arrays, _summary(ordered, restarts))
 
 
 def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],
             space: LayoutSpace) -> dict[str, np.ndarray]:
     """TpuGraphs config arrays over the ok configs (distinct labels only)."""
+    for row in rows:
+        row["relative_to_default"] = None
+        row["npz_row"] = None
     ok = [r for r in rows if r["status"] == OK]
     defaults = [r["default_runtime_ns"] for r in ok if r["default_runtime_ns"]]
     reference = statistics.median(defaults) if defaults else 0
@@ -124,9 +153,6 @@ def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],
         row["npz_row"] = npz_row
         runtimes.append(max(1, round(relative * reference)))
         feats.append(configs[row["config_index"]].encode(space.num_config_nodes))
-    for row in rows:
-        row.setdefault("relative_to_default", None)
-        row.setdefault("npz_row", None)
     nc = space.num_config_nodes
     return {
         "node_config_feat": np.stack(feats) if feats else np.zeros((0, nc, 18), np.float32),

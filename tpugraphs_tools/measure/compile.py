@@ -81,6 +81,33 @@ def compile_text(text: str, signature: EntrySignature, options: dict[str, Any] |
     return device.client.compile_and_load(mlir, xc.DeviceList((device,)), opts)
 
 
+# Generated-code artifacts XLA writes under ``xla_dump_to``: CPU object files, GPU PTX/cubins.
+CODE_SUFFIXES = (".o", ".ptx", ".cubin")
+
+
+def compile_with_code_hash(text: str, signature: EntrySignature,
+                           options: dict[str, Any] | None = None,
+                           backend: str | None = None) -> tuple[Any, str | None]:
+    """Compile like :func:`compile_text` and hash the machine code XLA generated.
+
+    Options such as ``xla_backend_optimization_level`` change the code but not the optimized
+    HLO, so HLO alone cannot tell a no-op option from a real one; the code can. The hash covers
+    the contents of every dumped object/PTX file (names carry a per-compile counter and are
+    ignored); ``None`` when the backend dumped none.
+    """
+    import hashlib
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="tgt-code-") as tmp:
+        exe = compile_text(text, signature, {**(options or {}), "xla_dump_to": tmp}, backend)
+        digests = sorted(hashlib.sha256(p.read_bytes()).hexdigest()
+                         for p in Path(tmp).rglob("*") if p.suffix in CODE_SUFFIXES)
+    if not digests:
+        return exe, None
+    return exe, hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
 def _option_value(value: Any) -> Any:
     if isinstance(value, bool):
         return value

@@ -36,23 +36,32 @@ def _once(fn: Callable[[], object]) -> int:
     return time.perf_counter_ns() - start
 
 
+def time_batch(reference: Callable[[], object], candidates: list[Callable[[], object]],
+               warmup: int = 2, repeats: int = 10) -> tuple[Timing, list[Timing]]:
+    """Time a reference and a batch of candidates in rounds, rotating the order every round.
+
+    Each round runs the reference once and every candidate once, so all of them see the same
+    machine state within a round; the reference costs 1/len(candidates) of the timed runs
+    instead of doubling them. Every callable must block until its work is done.
+    """
+    calls = [reference, *candidates]
+    for _ in range(warmup):
+        for fn in calls:
+            fn()
+    samples: list[list[int]] = [[] for _ in calls]
+    for r in range(repeats):
+        shift = r % len(calls)
+        for k in range(len(calls)):
+            i = (k + shift) % len(calls)
+            samples[i].append(_once(calls[i]))
+    return Timing.of(samples[0]), [Timing.of(s) for s in samples[1:]]
+
+
 def time_interleaved(reference: Callable[[], object], candidate: Callable[[], object],
                      warmup: int = 2, repeats: int = 10) -> tuple[Timing, Timing]:
-    """Time ``reference`` and ``candidate`` alternately; each callable must block until done."""
-    for _ in range(warmup):
-        reference()
-        candidate()
-    ref: list[int] = []
-    cand: list[int] = []
-    for i in range(repeats):
-        # Alternate which goes first so neither systematically benefits from a warm cache.
-        if i % 2 == 0:
-            ref.append(_once(reference))
-            cand.append(_once(candidate))
-        else:
-            cand.append(_once(candidate))
-            ref.append(_once(reference))
-    return Timing.of(ref), Timing.of(cand)
+    """Time ``reference`` and ``candidate`` alternately (a batch of one)."""
+    ref, (cand,) = time_batch(reference, [candidate], warmup, repeats)
+    return ref, cand
 
 
 def time_alone(fn: Callable[[], object], warmup: int = 2, repeats: int = 10) -> Timing:

@@ -1,0 +1,202 @@
+"""Pipelined measurement: compile workers run ahead while one worker times, on its own core.
+
+Compile workers (``--workers N``) compile configs, read the optimized HLO back and serialize the
+executable; the parent de-duplicates on (optimized fingerprint, options) *before* anything is
+timed, so no-ops and duplicates cost no device time. One measurement worker, pinned to the first
+CPU, deserializes executables (milliseconds), checks numerics and times them in batches against
+the default config (``timing.time_batch``). Crashes and hangs in either kind of worker become
+``crash``/``timeout`` records; a batch whose worker died is retried one config at a time so a
+single bad config cannot take valid ones down with it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from multiprocessing.connection import wait
+from typing import Any
+
+from tpugraphs_tools.measure import workers as W
+from tpugraphs_tools.measure.processes import WorkerProcess, split_cpus
+from tpugraphs_tools.measure.worker import (
+    CRASH,
+    DUPLICATE,
+    NOOP,
+    TIMEOUT,
+    Job,
+    SessionSpec,
+    WorkerError,
+)
+
+
+@dataclass
+class PipelineOptions:
+    compile_workers: int = 1
+    batch: int = 4
+    timeout_s: float = 120.0
+    pin: bool = True
+    lookahead: int = 8
+
+
+@dataclass
+class _Compiling:
+    job: Job
+    started: float
+
+
+class PipelinedMeasurer:
+    """Measure many configs of one graph; ``run`` streams results to a callback."""
+
+    def __init__(self, spec: SessionSpec, options: PipelineOptions | None = None) -> None:
+        self.spec = spec
+        self.opts = options or PipelineOptions()
+        self.measure_cpus, self.compile_cpus = split_cpus(self.opts.pin)
+        self.default_info: dict[str, Any] = {}
+        self.restarts = 0
+        self._measure: WorkerProcess | None = None
+        self._compilers: list[WorkerProcess] = []
+
+    # -- worker management ---------------------------------------------------------------
+    def _start_measure(self) -> None:
+        self._measure = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
+        if not self._measure.conn.poll(self.opts.timeout_s * 2 + 60):
+            self._measure.kill()
+            raise WorkerError("measurement worker did not finish the default config in time")
+        try:
+            kind, payload = self._measure.conn.recv()
+        except EOFError:
+            raise WorkerError("measurement worker died on the default config: "
+                              + self._measure.exit_description()) from None
+        if kind != "ready":
+            self._measure.kill()
+            raise WorkerError(f"default config failed: {payload}")
+        self.default_info = payload
+
+    def _new_compiler(self) -> WorkerProcess:
+        return WorkerProcess(W.compile_main, self.spec, self.compile_cpus)
+
+    def start(self) -> dict[str, Any]:
+        if not self._compilers:
+            count = max(1, self.opts.compile_workers)
+            self._compilers = [self._new_compiler() for _ in range(count)]
+        if self._measure is None:
+            self._start_measure()
+        return self.default_info
+
+    def close(self) -> None:
+        for proc in [*self._compilers, *([self._measure] if self._measure else [])]:
+            proc.stop()
+        self._compilers = []
+        self._measure = None
+
+    def __enter__(self) -> PipelinedMeasurer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self, jobs: Iterable[Job], known: dict[str, int],
+            on_result: Callable[[dict[str, Any]], None]) -> None:
+        """Measure ``jobs``; ``known`` maps dedupe keys to config indices (default → 0)."""
+        self.start()
+        todo = deque(jobs)
+        compiling: dict[int, _Compiling] = {}       # compiler slot -> job in flight
+        compiled: deque[dict[str, Any]] = deque()   # waiting to be timed
+        singles: deque[dict[str, Any]] = deque()    # retried alone after a batch died
+        batch: list[dict[str, Any]] = []
+        batch_started = 0.0
+        timeout = self.opts.timeout_s
+
+        while todo or compiling or compiled or singles or batch:
+            in_flight = len(compiling) + len(compiled) + len(batch)
+            for slot, proc in enumerate(self._compilers):
+                if slot not in compiling and todo and in_flight < self.opts.lookahead:
+                    job = todo.popleft()
+                    proc.conn.send(job)
+                    compiling[slot] = _Compiling(job, time.monotonic())
+                    in_flight += 1
+            if not batch and (singles or compiled):
+                done_compiling = not todo and not compiling
+                if singles:
+                    batch = [singles.popleft()]
+                elif len(compiled) >= self.opts.batch or done_compiling:
+                    batch = [compiled.popleft() for _ in range(min(self.opts.batch,
+                                                                   len(compiled)))]
+                if batch:
+                    self._measure.conn.send(batch)
+                    batch_started = time.monotonic()
+
+            conns = [self._compilers[s].conn for s in compiling]
+            if batch:
+                conns.append(self._measure.conn)
+            if not conns:
+                continue
+            deadlines = [c.started + timeout for c in compiling.values()]
+            if batch:
+                deadlines.append(batch_started + timeout * len(batch))
+            ready = wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
+
+            for slot in list(compiling):
+                proc = self._compilers[slot]
+                if proc.conn in ready:
+                    flight = compiling.pop(slot)
+                    try:
+                        kind, payload = proc.conn.recv()
+                    except (EOFError, ConnectionError):
+                        on_result({"index": flight.job.index, "status": CRASH,
+                                   "error": proc.exit_description()})
+                        self._replace_compiler(slot)
+                        continue
+                    if kind == "result":
+                        on_result(payload)
+                    elif payload["key"] in known:
+                        first = known[payload["key"]]
+                        payload.pop("executable", None)
+                        on_result({**payload, "status": NOOP if first == 0 else DUPLICATE,
+                                   "duplicate_of": first})
+                    else:
+                        known[payload["key"]] = payload["index"]
+                        compiled.append(payload)
+                elif time.monotonic() - compiling[slot].started > timeout:
+                    flight = compiling.pop(slot)
+                    on_result({"index": flight.job.index, "status": TIMEOUT,
+                               "error": f"compile gave no result within {timeout:.0f} s; "
+                                        "worker killed"})
+                    self._replace_compiler(slot)
+
+            if batch and self._measure.conn in ready:
+                try:
+                    _kind, results = self._measure.conn.recv()
+                except (EOFError, ConnectionError):
+                    self._measure_failed(batch, self._measure.exit_description(), CRASH,
+                                         singles, on_result)
+                else:
+                    for result in results:
+                        on_result(result)
+                batch = []
+            elif batch and time.monotonic() - batch_started > timeout * len(batch):
+                self._measure_failed(batch, f"no result within {timeout * len(batch):.0f} s; "
+                                     "worker killed", TIMEOUT, singles, on_result)
+                batch = []
+
+    def _replace_compiler(self, slot: int) -> None:
+        self._compilers[slot].kill()
+        self._compilers[slot] = self._new_compiler()
+        self.restarts += 1
+
+    def _measure_failed(self, batch: list[dict[str, Any]], message: str, status: str,
+                        singles: deque[dict[str, Any]],
+                        on_result: Callable[[dict[str, Any]], None]) -> None:
+        self._measure.kill()
+        self.restarts += 1
+        if len(batch) > 1:
+            singles.extend(batch)  # isolate the culprit: retry each config alone
+        else:
+            item = batch[0]
+            on_result({"index": item["index"], "status": status, "error": message,
+                       "compile_seconds": item.get("compile_seconds"),
+                       "realized": item.get("realized")})
+        self._start_measure()

@@ -1,0 +1,79 @@
+"""Worker-process plumbing shared by the measurement engines: spawning, pinning, parent death.
+
+Workers are spawned (jax is not fork-safe), ask the kernel to kill them when the parent dies
+(so a ``kill -9`` of ``tgt collect`` leaves no orphan compiling or timing), and can be pinned to
+a CPU set so measurement keeps a core to itself while compilation runs on the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+from collections.abc import Callable
+from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Linux: deliver SIGKILL to this process when its parent exits (no-op elsewhere)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def pin(cpus: set[int] | None) -> None:
+    if cpus:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setaffinity(0, cpus)
+
+
+def available_cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return list(range(os.cpu_count() or 1))
+
+
+def split_cpus(pin_measure: bool) -> tuple[set[int] | None, set[int] | None]:
+    """(measure cpus, compile cpus): the first CPU for timing, the rest for compiling."""
+    cpus = available_cpus()
+    if not pin_measure or len(cpus) < 2:
+        return None, None
+    return {cpus[0]}, set(cpus[1:])
+
+
+class WorkerProcess:
+    """A spawned child running ``target(conn, *args)`` with a duplex pipe to the parent."""
+
+    def __init__(self, target: Callable[..., None], *args: Any) -> None:
+        ctx = mp.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=target, args=(child, *args), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def exit_description(self) -> str:
+        self.proc.join(5)
+        code = self.proc.exitcode
+        sig = f" (signal {signal.Signals(-code).name})" if code is not None and code < 0 else ""
+        return f"worker process died with exit code {code}{sig}"
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+        with contextlib.suppress(OSError):
+            self.conn.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.conn.send(None)
+        self.proc.join(10)
+        self.kill()

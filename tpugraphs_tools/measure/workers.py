@@ -1,0 +1,154 @@
+"""Child-process bodies of the pipelined engine: a compile worker and a measurement worker.
+
+Both exit quietly when the parent goes away (pipe closed or PR_SET_PDEATHSIG), never leaving a
+collection's CPU time to orphans.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from tpugraphs_tools.measure.processes import die_with_parent, pin
+from tpugraphs_tools.measure.worker import (
+    COMPILE_ERROR,
+    OK,
+    RUNTIME_ERROR,
+    WRONG_RESULT,
+    Job,
+    SessionSpec,
+)
+
+
+def _message(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) < 2000 else text[:2000] + "…"
+
+
+def _inject(fault: str | None) -> None:
+    """Test hooks standing in for real compiler crashes (SIGILL seen with oneDNN) and hangs."""
+    if fault == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if fault == "hang":
+        time.sleep(3600)
+    if fault == "raise":
+        raise RuntimeError("injected compile failure")
+
+
+def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
+    """Compile jobs, read back the optimized HLO, serialize the executable."""
+    die_with_parent()
+    pin(cpus)
+    import jax
+
+    from tpugraphs_tools.hlo.text import parse_hlo_text
+    from tpugraphs_tools.measure.compile import compile_text, entry_signature
+    from tpugraphs_tools.measure.realized import options_key, realized_layouts
+
+    signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
+    client = jax.devices(spec.backend)[0].client
+    while True:
+        try:
+            job: Job | None = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        options = spec.options if job.options is None else job.options
+        try:
+            start = time.perf_counter()
+            if job.fault != "crash_run":
+                _inject(job.fault)
+            exe = compile_text(job.text, signature, options, spec.backend)
+            seconds = time.perf_counter() - start
+            optimized = parse_hlo_text(exe.hlo_modules()[0].to_string(), source="optimized")
+            realized = realized_layouts(optimized, job.nodes)
+            payload = {"index": job.index, "compile_seconds": seconds, "realized": realized,
+                       "key": options_key(realized["fingerprint"], options),
+                       "executable": client.serialize_executable(exe), "fault": job.fault}
+            conn.send(("compiled", payload))
+        except Exception as exc:
+            conn.send(("result", {"index": job.index, "status": COMPILE_ERROR,
+                                  "error": _message(exc)}))
+
+
+def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
+    """Hold the inputs and the default config; check and time batches of executables."""
+    die_with_parent()
+    pin(cpus)
+    import jax
+    import numpy as np
+    from jax._src.lib import xla_client as xc
+
+    from tpugraphs_tools.hlo.text import parse_hlo_text
+    from tpugraphs_tools.measure import compile as C
+    from tpugraphs_tools.measure.realized import options_key, realized_layouts
+    from tpugraphs_tools.measure.timing import time_alone, time_batch
+
+    try:
+        module = parse_hlo_text(spec.base_text, source="default config")
+        signature = C.entry_signature(module)
+        inputs = C.make_inputs(signature, spec.seed, spec.backend)
+        start = time.perf_counter()
+        base = C.compile_text(spec.base_text, signature, spec.options, spec.backend)
+        base_compile = time.perf_counter() - start
+        reference = [np.asarray(o) for o in C.run(base, inputs)]
+        realized = realized_layouts(parse_hlo_text(base.hlo_modules()[0].to_string()), [])
+        base_time = time_alone(lambda: C.run(base, inputs), spec.warmup, spec.repeats)
+        conn.send(("ready", {"compile_seconds": base_compile, "timing": base_time.as_dict(),
+                             "realized": realized,
+                             "key": options_key(realized["fingerprint"], spec.options)}))
+    except Exception as exc:
+        conn.send(("init_error", _message(exc)))
+        return
+    device = jax.devices(spec.backend)[0]
+    client = device.client
+    scale = max([1.0] + [float(np.max(np.abs(r.astype(np.float64)))) for r in reference
+                         if r.size])
+    tolerance = spec.rtol * scale
+
+    def check(exe: Any) -> float:
+        outputs = [np.asarray(o) for o in C.run(exe, inputs)]
+        errors = [float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+                  for a, b in zip(outputs, reference, strict=True) if a.size]
+        return max(errors, default=0.0)
+
+    while True:
+        try:
+            batch: list[dict[str, Any]] | None = conn.recv()
+        except (EOFError, OSError):
+            return
+        if batch is None:
+            return
+        results: list[dict[str, Any]] = []
+        timed: list[tuple[dict[str, Any], Any]] = []
+        for item in batch:
+            result = {k: item[k] for k in ("index", "compile_seconds", "realized", "key")}
+            results.append(result)
+            if item.get("fault") == "crash_run":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            try:
+                exe = client.deserialize_executable(item["executable"],
+                                                    xc.DeviceList((device,)), None)
+                error = check(exe)
+            except Exception as exc:
+                result.update(status=RUNTIME_ERROR, error=_message(exc))
+                continue
+            result["max_abs_error"] = error
+            if not np.isfinite(error) or error > tolerance:
+                result.update(status=WRONG_RESULT, error=f"max abs error {error:.3g} vs "
+                              f"default (tolerance {tolerance:.3g})")
+                continue
+            timed.append((result, exe))
+        if timed:
+            ref, cands = time_batch(lambda: C.run(base, inputs),
+                                    [lambda e=exe: C.run(e, inputs) for _, exe in timed],
+                                    spec.warmup, spec.repeats)
+            for (result, _), timing in zip(timed, cands, strict=True):
+                result.update(status=OK, timing=timing.as_dict(), default_timing=ref.as_dict())
+        try:
+            conn.send(("results", results))
+        except (BrokenPipeError, OSError):
+            return
