@@ -28,8 +28,15 @@ class CollectedGraph:
     config_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Every npz key: the graph's, plus config arrays (empty until configs are measured)."""
-        return {**self.graph.arrays(), **(self.config_arrays or empty_config_arrays(self.graph))}
+        """Every npz key: the graph's, plus config arrays (empty until configs are measured).
+
+        Tile graphs hold TpuGraphs' tile keys only: no layout ``node_config_ids``.
+        """
+        graph = self.graph.arrays()
+        if self.row.get("collection") == "tile":
+            graph.pop("node_config_ids")
+            return {**graph, **(self.config_arrays or empty_tile_config_arrays())}
+        return {**graph, **(self.config_arrays or empty_config_arrays(self.graph))}
 
 
 def device_info(backend: str | None) -> tuple[str, str]:
@@ -113,3 +120,10 @@ def empty_config_arrays(graph: Graph) -> dict[str, np.ndarray]:
     nc = graph.node_config_ids.shape[0]
     return {"node_config_feat": np.zeros((0, nc, 18), np.float32),
             "config_runtime": np.zeros((0,), np.int64)}
+
+
+def empty_tile_config_arrays() -> dict[str, np.ndarray]:
+    """Tile config arrays with zero configs."""
+    return {"config_feat": np.zeros((0, 24), np.float32),
+            "config_runtime": np.zeros((0,), np.int64),
+            "config_runtime_normalizers": np.zeros((0,), np.int64)}

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
 from tpugraphs_tools.hlo.sources import fingerprint
@@ -42,6 +44,7 @@ class Kernel:
     text: str                  # the kernel as it is in the program (stored, featurized)
     module: Module
     measure_text: str          # what is compiled and timed (see ``compilable_text``)
+    wrapped_text: str | None   # fusions only: the fusion instruction itself as the entry root
     fingerprint: str
     label: str | None = None   # backend fusion label (``__ynn_fusion``, ``__triton_gemm``...)
     instances: list[str] = field(default_factory=list)  # every parent instruction it stands for
@@ -226,8 +229,72 @@ def kernel_text(module: Module, inst: Instruction) -> str:
     return "\n".join(parts)
 
 
+def wrapped_kernel_text(module: Module, inst: Instruction) -> str:
+    """The fusion kept whole (kind, backend_config) under an entry of parameters.
+
+    Spaces that configure a fusion through its ``backend_config`` (a Triton GEMM tile written
+    into ``triton_gemm_config``) need the fusion instruction, not its inlined body.
+    """
+    by_name = {i.name: i for i in module.entry.instructions}
+    name = _NAME_CHARS.sub("_", inst.name).strip("_") or "kernel"
+    lines: list[str] = []
+    operands: list[str] = []
+    seen: dict[str, str] = {}
+    for op in inst.operands:
+        if op not in seen:
+            seen[op] = f"arg{len(seen)}"
+            producer = by_name[op]
+            lines.append(_instruction_text(Instruction(seen[op], "parameter", producer.shape,
+                                                       [], {}, False, len(seen) - 1)))
+        operands.append(seen[op])
+    lines.append(_instruction_text(inst, operands=operands, root=True))
+    parts = [f"HloModule kernel_{name}", ""]
+    parts += [_computation_text(c) + "\n" for c in _callees(module, inst.called_computations)]
+    parts += [f"ENTRY {name} {{", *lines, "}", ""]
+    return "\n".join(parts)
+
+
 def is_kernel(inst: Instruction) -> bool:
     return inst.opcode == "fusion" or inst.opcode in HEAVY_OPCODES
+
+
+def kernel_cost(kernel: Module) -> float:
+    """Rough multiply-add count, to pick the kernels that matter when the count is capped.
+
+    Convolutions: output elements × window × input features per group; dots: output
+    elements × contracted size; every other op: its output elements.
+    """
+    by_name = {i.name: i for _, i in kernel.instructions()}
+    total = 0.0
+    for _, inst in kernel.instructions():
+        out = float(_elements(inst.shape))
+        if inst.opcode == "convolution" and len(inst.operands) == 2:
+            rhs = by_name[inst.operands[1]].shape  # window × in-features/group × out-features
+            total += out * _elements(rhs) / max(1, _out_features(inst))
+        elif inst.opcode == "dot" and inst.operands:
+            lhs = by_name[inst.operands[0]].shape
+            contracted = [lhs.dims[d] for d in _ints(inst.attrs.get("lhs_contracting_dims"))]
+            total += out * float(np.prod(contracted)) if contracted else out
+        elif inst.opcode not in ("parameter", "constant"):
+            total += out
+    return total
+
+
+def _elements(shape: Shape) -> int:
+    if shape.is_tuple:
+        return sum(_elements(s) for s in shape.tuple_shapes)
+    return int(np.prod(shape.dims)) if shape.dims else 1
+
+
+def _ints(text: str | None) -> list[int]:
+    body = (text or "").strip("{}").strip()
+    return [int(v) for v in body.split(",")] if body else []
+
+
+def _out_features(inst: Instruction) -> int:
+    labels = inst.attrs.get("dim_labels", "")
+    out = labels.partition("->")[2]
+    return inst.shape.dims[out.index("f")] if "f" in out and not inst.shape.is_tuple else 1
 
 
 def extract_kernels(module: Module, max_kernels: int | None = None,
@@ -235,7 +302,8 @@ def extract_kernels(module: Module, max_kernels: int | None = None,
     """Every kernel of ``module``'s entry, deduplicated by fingerprint, in program order.
 
     A kernel seen twice keeps its first parent instruction; the others are listed in
-    ``instances``. ``max_kernels`` caps the number of distinct kernels returned.
+    ``instances``. ``max_kernels`` keeps the costliest distinct kernels (``kernel_cost``),
+    still in program order.
     """
     kernels: dict[str, Kernel] = {}
     skipped: dict[str, str] = {}
@@ -252,9 +320,12 @@ def extract_kernels(module: Module, max_kernels: int | None = None,
         if fp in kernels:
             kernels[fp].instances.append(inst.name)
             continue
-        if max_kernels is not None and len(kernels) >= max_kernels:
-            continue
+        wrapped = wrapped_kernel_text(module, inst) if inst.opcode == "fusion" else None
         kernels[fp] = Kernel(inst.name, inst.opcode, inst.attrs.get("kind"), text, kernel_module,
-                             compilable_text(kernel_module), fp, _fusion_label(inst),
+                             compilable_text(kernel_module), wrapped, fp, _fusion_label(inst),
                              [inst.name])
-    return Extraction(list(kernels.values()), skipped)
+    chosen = list(kernels.values())
+    if max_kernels is not None and len(chosen) > max_kernels:
+        keep = sorted(range(len(chosen)), key=lambda i: -kernel_cost(chosen[i].module))
+        chosen = [chosen[i] for i in sorted(keep[:max_kernels])]
+    return Extraction(chosen, skipped)

@@ -23,7 +23,7 @@ from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.measure.apply import apply_layout_config
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.realized import options_key
-from tpugraphs_tools.measure.worker import COMPILE_ERROR, OK, Job, SessionSpec
+from tpugraphs_tools.measure.worker import COMPILE_ERROR, DUPLICATE, NOOP, OK, Job, SessionSpec
 
 
 @dataclass
@@ -133,8 +133,28 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
             measurer.run(jobs, known, lambda result: record(result["index"], result))
             restarts = measurer.restarts
     ordered = [rows[i] for i in range(len(configs))]
-    arrays = _arrays(ordered, configs, space)
-    return LayoutResult(ordered, arrays, _summary(ordered, restarts))
+    arrays, summary = arrays_from_rows(ordered, configs, space, restarts)
+    return LayoutResult(ordered, arrays, summary)
+
+
+def arrays_from_rows(rows: list[dict[str, Any]], configs: list[LayoutConfig],
+                     space: LayoutSpace, restarts: int = 0
+                     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """npz config arrays + summary from a graph's complete, index-ordered config rows.
+
+    Rows measured in separate sessions (resumed runs, Ray chunks) may hold the same optimized
+    program twice; the later one becomes a ``duplicate`` here so only distinct labels remain.
+    """
+    first_ok: dict[str, int] = {}
+    for row in rows:
+        fp = row.get("optimized_fingerprint")
+        if row["status"] != OK or fp is None:
+            continue
+        if fp in first_ok and row["config_index"] != first_ok[fp]:
+            row.update(status=DUPLICATE if first_ok[fp] else NOOP, duplicate_of=first_ok[fp])
+        else:
+            first_ok.setdefault(fp, row["config_index"])
+    return _arrays(rows, configs, space), _summary(rows, restarts)
 
 
 def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],

@@ -77,7 +77,7 @@ def build_graph(item: CollectItem, backend: str | None) -> CollectedGraph:
     return collect_source(src, program=src.origin, program_args=args.as_dict(), backend=backend)
 
 
-def _committed_rows(dataset: Dataset, graph_id: str, header: dict[str, Any]
+def committed_rows(dataset: Dataset, graph_id: str, header: dict[str, Any]
                     ) -> dict[int, dict[str, Any]] | None:
     """Config rows already committed for ``graph_id``; None if the graph is not committed."""
     graphs = dataset.graphs()
@@ -107,7 +107,7 @@ def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> 
             summary.graphs.append(collected.row)
             continue
         header = layout.journal_header()
-        committed = _committed_rows(dataset, collected.graph_id, header)
+        committed = committed_rows(dataset, collected.graph_id, header)
         if committed is not None and len(committed) >= layout.configs:
             summary.skipped.append(collected.graph_id)
             summary.graphs.append(dataset.graph_row(collected.graph_id))

@@ -1,0 +1,1 @@
+"""Executors that run collections elsewhere than this process (Ray)."""

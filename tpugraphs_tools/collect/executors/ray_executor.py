@@ -1,0 +1,128 @@
+"""Collect on a Ray cluster: config chunks of every graph measured on the cluster's nodes.
+
+The driver lowers and featurizes (cheap, deterministic), splits each graph's missing config
+indices into chunks and submits one task per chunk; a task measures its chunk with the same
+pipelined engine as a local run (default config first, so every chunk is timed against its own
+default on its own node). Rows come back to the driver, which journals them as they arrive and
+commits each finished graph atomically — the same resume guarantees as the local executor.
+
+Runtimes are only comparable between identical nodes: use one node type per dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from tpugraphs_tools.collect.graphs import write_graphs
+from tpugraphs_tools.collect.journal import ConfigJournal
+from tpugraphs_tools.collect.layout import LayoutOptions, arrays_from_rows, collect_layout_configs
+from tpugraphs_tools.collect.run import (
+    CollectRequest,
+    CollectSummary,
+    build_graph,
+    committed_rows,
+)
+from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
+from tpugraphs_tools.errors import TgtError
+from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.store import Dataset
+
+
+class RayUnavailableError(TgtError):
+    """``--executor ray`` without ray installed."""
+
+
+def measure_chunk(text: str, opts: LayoutOptions, indices: list[int]) -> list[dict[str, Any]]:
+    """Runs on a Ray worker: measure configs ``indices`` (+ the default) of one graph."""
+    module = parse_hlo_text(text, source="ray task")
+    space = layout_space(module)
+    configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
+    chosen = [0, *[i for i in indices if i != 0]]
+    result = collect_layout_configs(text, module, opts, configs=[configs[i] for i in chosen])
+    rows = []
+    for local, row in enumerate(result.rows):
+        if local == 0 and 0 not in indices:
+            continue
+        rows.append({**row, "config_index": chosen[local],
+                     "duplicate_of": (chosen[row["duplicate_of"]]
+                                      if row.get("duplicate_of") is not None else None)})
+    return rows
+
+
+def collect_with_ray(request: CollectRequest, address: str | None = None,
+                     chunk_size: int = 16, num_cpus: float = 2,
+                     progress: Callable[[str], None] = lambda _m: None) -> CollectSummary:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailableError("--executor ray needs ray: pip install "
+                                  "'tpugraphs-tools[ray]'") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(num_cpus=num_cpus, max_retries=1)(measure_chunk)
+    dataset = Dataset.open(request.out, create=True)
+    summary = CollectSummary(dataset=str(request.out))
+    try:
+        pending: dict[Any, str] = {}
+        graphs: dict[str, dict[str, Any]] = {}
+        for item in request.items:
+            collected = build_graph(item, request.backend)
+            layout = item.layout or LayoutOptions(configs=0)
+            if layout.configs <= 0:
+                write_graphs(dataset, [collected])
+                summary.graphs.append(collected.row)
+                continue
+            layout = replace(layout, backend=request.backend, faults={})
+            header = layout.journal_header()
+            committed = committed_rows(dataset, collected.graph_id, header)
+            if committed is not None and len(committed) >= layout.configs:
+                summary.skipped.append(collected.graph_id)
+                summary.graphs.append(dataset.graph_row(collected.graph_id))
+                continue
+            journal = ConfigJournal(dataset.root, collected.graph_id, header)
+            done = {**(committed or {}), **journal.load()}
+            space = layout_space(collected.source.module)
+            configs = generate_configs(space, layout.configs, layout.strategy, layout.seed)
+            missing = [i for i in range(len(configs)) if i not in done]
+            graphs[collected.graph_id] = {"collected": collected, "journal": journal,
+                                          "rows": done, "configs": configs, "space": space,
+                                          "open": 0}
+            for start in range(0, len(missing), chunk_size):
+                chunk = missing[start:start + chunk_size]
+                ref = remote.remote(collected.source.text, layout, chunk)
+                pending[ref] = collected.graph_id
+                graphs[collected.graph_id]["open"] += 1
+            progress(f"{collected.graph_id}: {len(missing)} configs in "
+                     f"{graphs[collected.graph_id]['open']} Ray tasks")
+            if not missing:
+                _commit(dataset, graphs.pop(collected.graph_id), summary)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            graph_id = pending.pop(ready[0])
+            state = graphs[graph_id]
+            for row in ray.get(ready[0]):
+                state["rows"][row["config_index"]] = row
+                state["journal"].append(row)
+            state["open"] -= 1
+            if state["open"] == 0:
+                _commit(dataset, graphs.pop(graph_id), summary)
+    finally:
+        if started_here:
+            ray.shutdown()
+    return summary
+
+
+def _commit(dataset: Dataset, state: dict[str, Any], summary: CollectSummary) -> None:
+    collected = state["collected"]
+    configs: list[LayoutConfig] = state["configs"]
+    rows = [state["rows"][i] for i in range(len(configs))]
+    arrays, row_summary = arrays_from_rows(rows, configs, state["space"])
+    collected.config_arrays = arrays
+    collected.row["num_configs"] = int(arrays["config_runtime"].shape[0])
+    write_graphs(dataset, [collected], configs={collected.graph_id: rows})
+    state["journal"].remove()
+    summary.configs[collected.graph_id] = row_summary
+    summary.graphs.append(collected.row)

@@ -1,0 +1,263 @@
+"""Tile collection: kernels of an optimized module × per-kernel configs × measured runtimes.
+
+Every kernel (fusion or heavy op) of the optimized entry becomes its own graph
+(``collect/kernels.py``), linked to its parent by ``parent_graph_id``/``parent_instruction``.
+Each kernel is measured in its own worker process (``measure/worker.py``): the default config
+first, then the space's candidates, each timed interleaved with the default in the same
+process. ``config_runtime`` is the config's minimum and ``config_runtime_normalizers`` the
+default's minimum *in the same window*, so their ratio is the drift-free relative runtime
+TpuGraphs' tile target asks for (docs/tile-collection.md).
+
+No-ops: the worker dedupes on (optimized HLO fingerprint, hash of the generated machine code),
+so a config whose options change neither is ``noop`` and never timed, whatever its options say.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_row
+from tpugraphs_tools.collect.kernels import Kernel, compilable_text, extract_kernels
+from tpugraphs_tools.configs.tile import (
+    NUM_TILE_FEATURES,
+    KernelConfig,
+    KernelConfigSpace,
+    default_space,
+)
+from tpugraphs_tools.errors import ConfigError
+from tpugraphs_tools.features import featurize
+from tpugraphs_tools.hlo import HloSource, parse_hlo_text
+from tpugraphs_tools.measure.worker import (
+    COMPILE_ERROR,
+    NOOP,
+    OK,
+    IsolatedMeasurer,
+    Job,
+    SessionSpec,
+    WorkerError,
+)
+from tpugraphs_tools.store import make_graph_id
+
+STRATEGY = "kernel-sweep"
+Progress = Callable[[str], None]
+
+
+@dataclass
+class TileOptions:
+    configs_per_kernel: int = 8        # measured (ok) configs per kernel, default included
+    max_kernels: int | None = None     # distinct kernels per program, in program order
+    seed: int = 0
+    warmup: int = 2
+    repeats: int = 10
+    timeout_s: float = 120.0
+    backend: str | None = None
+    rtol: float = 1e-3
+    max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
+    space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
+
+
+@dataclass
+class TileResult:
+    graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]]
+    summary: dict[str, Any]
+
+
+@dataclass
+class _KernelRun:
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    feats: list[np.ndarray] = field(default_factory=list)
+    restarts: int = 0
+
+
+def tile_graph_id(program: str, kernel_fingerprint: str) -> str:
+    """Kernel ids never collide with whole-program ids of the same program."""
+    return make_graph_id(f"{program}.tile", kernel_fingerprint)
+
+
+def _measure_text(kernel: Kernel, space: KernelConfigSpace) -> str:
+    if space.kernel_form == "wrapped":
+        if kernel.wrapped_text is None:
+            raise ConfigError(f"{space.name} configures fusions; {kernel.name} is a "
+                              f"{kernel.opcode}")
+        return compilable_text(parse_hlo_text(kernel.wrapped_text, source=kernel.name))
+    return kernel.measure_text
+
+
+def _row(index: int, config: KernelConfig, opts: TileOptions, result: dict[str, Any],
+         facts: dict[str, Any]) -> dict[str, Any]:
+    timing = result.get("timing") or {}
+    realized = {**(result.get("realized") or {}), **facts}
+    return {
+        "config_index": index, "strategy": STRATEGY, "seed": opts.seed,
+        "is_default": config.is_default, "status": result["status"],
+        "config": config.to_json(),
+        "realized": json.dumps(realized, sort_keys=True, default=str) if realized else None,
+        "num_copies": realized.get("copies"),
+        "optimized_fingerprint": realized.get("fingerprint"),
+        "duplicate_of": result.get("duplicate_of"),
+        "npz_row": None,
+        "runtime_min_ns": timing.get("min_ns"), "runtime_median_ns": timing.get("median_ns"),
+        "runtime_cv": timing.get("cv"), "repeats": timing.get("repeats"),
+        "default_runtime_ns": (result.get("default_timing") or {}).get("min_ns"),
+        "relative_to_default": None,
+        "max_abs_error": result.get("max_abs_error"),
+        "compile_seconds": result.get("compile_seconds"),
+        "error_message": result.get("error"),
+    }
+
+
+def _effect(result: dict[str, Any]) -> dict[str, float]:
+    """Relative runtime and its distance from 1 in units of the noisier side's CV."""
+    cand, ref = result["timing"], result["default_timing"]
+    rel = cand["min_ns"] / ref["min_ns"]
+    cv = max(cand["cv"], ref["cv"])
+    return {"relative_to_default": rel, "default_cv": ref["cv"],
+            "effect_cv": abs(rel - 1) / cv if cv > 0 else float("inf")}
+
+
+def _realize(space: KernelConfigSpace, config: KernelConfig, result: dict[str, Any]
+             ) -> tuple[KernelConfig, dict[str, Any]]:
+    text = result.pop("optimized_text", None)
+    if text is None:
+        return config, {}
+    realized, facts = space.realized(parse_hlo_text(text, source="optimized kernel"), config)
+    if realized != config:
+        facts = {**facts, "realized_config": json.loads(realized.to_json())}
+    return realized, facts
+
+
+def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
+                   configs: list[KernelConfig], progress: Progress = lambda _m: None
+                   ) -> _KernelRun:
+    """Default + candidates of one kernel until ``configs_per_kernel`` are measured ok."""
+    text = _measure_text(kernel, space)
+    spec = SessionSpec(base_text=space.apply(text, configs[0]),
+                       options=space.compile_options(configs[0]), backend=opts.backend,
+                       seed=opts.seed, warmup=opts.warmup, repeats=opts.repeats, rtol=opts.rtol,
+                       dedupe_on_code=True, return_optimized=True)
+    run = _KernelRun()
+    max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
+    with IsolatedMeasurer(spec, timeout_s=opts.timeout_s) as measurer:
+        info = dict(measurer.start())
+        known = {info["key"]: 0}
+        default = {"status": OK, "timing": info["timing"], "default_timing": info["timing"],
+                   "realized": info["realized"], "compile_seconds": info["compile_seconds"],
+                   "max_abs_error": 0.0, "optimized_text": info.get("optimized_text")}
+        realized, facts = _realize(space, configs[0], default)
+        run.rows.append(_row(0, configs[0], opts, default, facts))
+        run.feats.append(space.encode(realized))
+        ok, attempts, index = 1, 0, 0
+        noop_settings: set[Any] = set()
+        for config in configs[1:]:
+            if ok >= opts.configs_per_kernel or attempts >= max_attempts:
+                break
+            if len(config.settings) > 1 and noop_settings & set(config.settings):
+                continue  # a combination with a setting that alone changed nothing
+            attempts += 1
+            index += 1
+            try:
+                job = Job(index, space.apply(text, config), options=space.compile_options(config),
+                          known=dict(known))
+            except ConfigError as exc:
+                result: dict[str, Any] = {"status": COMPILE_ERROR, "error": str(exc)}
+            else:
+                result = measurer.measure(job)
+            realized, facts = _realize(space, config, result)
+            if result["status"] == NOOP and len(config.settings) == 1:
+                noop_settings.add(config.settings[0])
+            if result["status"] == OK:
+                known[result["key"]] = index
+                facts.update(_effect(result))
+                run.feats.append(space.encode(realized))
+                ok += 1
+            run.rows.append(_row(index, config, opts, result, facts))
+            progress(f"{kernel.name}: config {index} {result['status']}")
+        run.restarts = measurer.restarts
+    return run
+
+
+def _arrays(run: _KernelRun) -> dict[str, np.ndarray]:
+    """TpuGraphs tile config arrays over the ok configs (distinct measured labels only)."""
+    runtimes, normalizers = [], []
+    for npz_row, row in enumerate(r for r in run.rows if r["status"] == OK):
+        row["npz_row"] = npz_row
+        row["relative_to_default"] = row["runtime_min_ns"] / row["default_runtime_ns"]
+        runtimes.append(row["runtime_min_ns"])
+        normalizers.append(row["default_runtime_ns"])
+    feats = np.stack(run.feats) if run.feats else np.zeros((0, NUM_TILE_FEATURES), np.float32)
+    return {"config_feat": feats.astype(np.float32),
+            "config_runtime": np.array(runtimes, dtype=np.int64),
+            "config_runtime_normalizers": np.array(normalizers, dtype=np.int64)}
+
+
+def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict[str, Any],
+                 parent_graph_id: str | None, opts: TileOptions,
+                 progress: Progress = lambda _m: None) -> TileResult:
+    """Extract, configure and measure every kernel of an optimized module (library entry point
+    behind ``tgt collect --collection tile``)."""
+    platform, device_kind = device_info(opts.backend)
+    space = opts.space or default_space(platform, seed=opts.seed)
+    extraction = extract_kernels(compiled_source.module, opts.max_kernels,
+                                 source=compiled_source.origin)
+    skipped = dict(extraction.skipped)
+    graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]] = []
+    restarts = 0
+    for i, kernel in enumerate(extraction.kernels, start=1):
+        progress(f"kernel {i}/{len(extraction.kernels)}: {kernel.name}")
+        configs = space.configs(kernel.module)
+        if len(configs) < 2:
+            skipped[kernel.name] = f"no {space.name} configs for this kernel"
+            continue
+        try:
+            run = measure_kernel(kernel, space, opts, configs, progress)
+        except (WorkerError, ConfigError) as exc:
+            skipped[kernel.name] = f"default config failed: {exc}"
+            continue
+        restarts += run.restarts
+        src = HloSource(kernel.module, kernel.text, None, compiled_source.kind, "optimized",
+                        f"{compiled_source.origin}:{kernel.name}")
+        graph = featurize(kernel.module)
+        row = graph_row(src, graph, program=program, program_args=program_args,
+                        collection="tile", backend=platform, device_kind=device_kind,
+                        config_space=space.name)
+        arrays = _arrays(run)
+        row.update(graph_id=tile_graph_id(program, kernel.fingerprint),
+                   parent_graph_id=parent_graph_id, parent_instruction=kernel.name,
+                   num_configurable=0, num_configs=int(arrays["config_runtime"].shape[0]))
+        collected = CollectedGraph(row["graph_id"], src, graph, row, arrays)
+        graphs.append((collected, run.rows))
+    return TileResult(graphs, summarize(graphs, skipped, space.name, restarts))
+
+
+def summarize(graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]],
+              skipped: dict[str, str], space: str, restarts: int = 0) -> dict[str, Any]:
+    """Counts, statuses and the largest effect vs default (in units of CV) over all kernels."""
+    rows = [(g, r) for g, rs in graphs for r in rs]
+    effects = []
+    for g, r in rows:
+        if r["status"] != OK or r["is_default"]:
+            continue
+        real = json.loads(r["realized"] or "{}")
+        effects.append({"graph_id": g.graph_id, "parent_instruction": g.row["parent_instruction"],
+                        "config": json.loads(r["config"]),
+                        "relative_to_default": r["relative_to_default"],
+                        "effect_cv": real.get("effect_cv"), "runtime_cv": r["runtime_cv"],
+                        "default_cv": real.get("default_cv")})
+    effects.sort(key=lambda e: -(e["effect_cv"] or 0))
+    relative = [e["relative_to_default"] for e in effects]
+    return {
+        "config_space": space, "kernels": len(graphs), "kernels_skipped": len(skipped),
+        "skipped": skipped, "configs": len(rows),
+        "status": dict(Counter(r["status"] for _, r in rows)),
+        "worker_restarts": restarts,
+        "effects_over_3cv": sum(1 for e in effects if (e["effect_cv"] or 0) > 3),
+        "largest_effect": effects[0] if effects else None,
+        "best_speedup": 1 / min(relative) if relative else None,
+        "worst_slowdown": max(relative) if relative else None,
+    }
