@@ -71,6 +71,7 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: LayoutOptio
         "default_runtime_ns": (result.get("default_timing") or {}).get("min_ns"),
         "max_abs_error": result.get("max_abs_error"),
         "compile_seconds": result.get("compile_seconds"),
+        "measure_seconds": result.get("measure_seconds"),
         "error_message": result.get("error"),
     }
 

@@ -124,6 +124,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             return
         results: list[dict[str, Any]] = []
         timed: list[tuple[dict[str, Any], Any]] = []
+        batch_start = time.perf_counter()
         for item in batch:
             result = {k: item[k] for k in ("index", "compile_seconds", "realized", "key")}
             results.append(result)
@@ -148,6 +149,9 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                                     spec.warmup, spec.repeats)
             for (result, _), timing in zip(timed, cands, strict=True):
                 result.update(status=OK, timing=timing.as_dict(), default_timing=ref.as_dict())
+        busy = time.perf_counter() - batch_start
+        for result in results:  # the measurement worker's busy time, shared by the batch
+            result["measure_seconds"] = busy / len(results)
         try:
             conn.send(("results", results))
         except (BrokenPipeError, OSError):
