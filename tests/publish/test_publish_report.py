@@ -1,0 +1,130 @@
+"""``tgt report``: the numbers, the files, and the page as headless Chromium renders it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from tpugraphs_tools.cli import main
+from tpugraphs_tools.errors import DatasetError, TgtError
+from tpugraphs_tools.publish import compute_stats, write_report
+from tpugraphs_tools.store import Dataset
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PLOTS = ["relative_runtime.png", "best_speedup.png", "status_counts.png", "graph_sizes.png",
+         "configs_per_graph.png"]
+# Appended to a copy of the page: after load, write each image's natural size into the DOM.
+PROBE = """<script>
+window.addEventListener("load", () => {
+  const sizes = Array.from(document.images).map(
+    (img) => [img.getAttribute("src"), img.complete, img.naturalWidth, img.naturalHeight]);
+  document.body.setAttribute("data-images", JSON.stringify(sizes));
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def report_dir(source_dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("matplotlib")
+    return write_report(source_dataset, tmp_path_factory.mktemp("report") / "report").out
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if path := shutil.which(name):
+            return path
+    return None
+
+
+def test_stats_per_program_and_status(source_dataset: Path):
+    ds = Dataset.open(source_dataset)
+    configs = ds.configs()
+    stats = compute_stats(ds.graphs(), configs)
+    assert stats.graphs == 7 and stats.configs == configs.height
+    assert list(stats.statuses)[:3] == ["ok", "noop", "duplicate"]
+    assert {"compile_error", "runtime_error"} <= set(stats.statuses)
+    mlp = next(p for p in stats.programs if p.program == "mlp")
+    program_ids = ds.graphs().filter(pl.col("program") == "mlp")["graph_id"]
+    rows = configs.filter(pl.col("graph_id").is_in(program_ids.to_list()))
+    measured = rows.filter((pl.col("status") == "ok") & ~pl.col("is_default"))
+    assert mlp.graphs == 2 and mlp.configs == rows.height
+    assert sorted(mlp.relative) == sorted(measured["relative_to_default"].to_list())
+    assert mlp.best_speedup == pytest.approx(1 / measured["relative_to_default"].min())
+    assert mlp.errors == rows.filter(pl.col("status").str.ends_with("error")).height
+    assert sum(stats.configs_per_graph) == configs.height
+
+
+def test_report_files_are_offline_pngs(report_dir: Path):
+    assert sorted(p.name for p in report_dir.iterdir()) == sorted([*PLOTS, "index.html"])
+    for name in PLOTS:
+        assert (report_dir / name).read_bytes()[:8] == PNG_MAGIC
+    html = (report_dir / "index.html").read_text()
+    assert re.findall(r'<img src="([^"]+)"', html) == PLOTS
+    assert "http://" not in html and "https://" not in html  # nothing fetched from outside
+    assert "mlp" in html and "compile_error" in html
+
+
+def test_rerun_replaces_a_report_but_not_other_folders(source_dataset: Path, report_dir: Path,
+                                                      tmp_path: Path):
+    out = tmp_path / "report"
+    shutil.copytree(report_dir, out)
+    (out / "old.png").write_bytes(PNG_MAGIC)
+    write_report(source_dataset, out)  # an old report is replaced without --overwrite
+    assert not (out / "old.png").exists() and (out / "index.html").exists()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(DatasetError, match="not empty"):
+        write_report(source_dataset, out)
+    assert (out / "notes.txt").exists()
+
+
+def test_missing_matplotlib_is_a_clear_error(source_dataset: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(TgtError, match=r"tpugraphs-tools\[publish\]"):
+        write_report(source_dataset, tmp_path / "report")
+    assert not (tmp_path / "report").exists()
+
+
+def test_report_renders_in_headless_chromium(report_dir: Path, tmp_path: Path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium not installed (apt-get install -y chromium) — cannot render")
+    page = tmp_path / "page"
+    shutil.copytree(report_dir, page)
+    probe = page / "probe.html"
+    probe.write_text((page / "index.html").read_text().replace("</body>", PROBE + "</body>"))
+    flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+             "--virtual-time-budget=10000"]
+    dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    found = re.search(r'data-images="([^"]*)"', dom)
+    assert found, dom[:500]
+    images = json.loads(found[1].replace("&quot;", '"'))
+    assert [src for src, *_ in images] == PLOTS
+    assert all(complete and width > 0 and height > 0 for _, complete, width, height in images)
+    shot = tmp_path / "shot.png"
+    subprocess.run([*flags, "--window-size=1100,2400", f"--screenshot={shot}",
+                    (page / "index.html").as_uri()], capture_output=True, timeout=120,
+                   check=True)
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[0] >= 2000 and pixels.shape[1] >= 1000
+    assert pixels[..., :3].std() > 0.05  # plots drawn, not a blank page
+
+
+def test_cli_report(source_dataset: Path, tmp_path: Path):
+    pytest.importorskip("matplotlib")
+    res = CliRunner().invoke(main, ["report", str(source_dataset), "--out",
+                                    str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "r" / "index.html").exists() and "5 plots" in res.output

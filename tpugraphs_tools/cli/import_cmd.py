@@ -1,0 +1,50 @@
+"""``tgt import``: read an official TpuGraphs tree (or the real download) into a dataset."""
+
+from __future__ import annotations
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
+from tpugraphs_tools.cli.export_cmd import print_warnings
+
+
+@click.command("import")
+@click.argument("tree", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", default=DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False),
+              help="New dataset folder; it appears only when every file is in.")
+@click.option("--backend", default="tpu", show_default=True,
+              help="Backend recorded for the graphs (TpuGraphs was measured on TPUs).")
+@click.option("--batch-mb", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Arrays held in memory before a commit (bigger: fewer table rewrites).")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it is not empty.")
+@handle_errors
+def import_(tree: str, out: str, backend: str, batch_mb: int, overwrite: bool) -> None:
+    """Read the official TpuGraphs tree TREE into a new tgt dataset.
+
+    \b
+    Every npz under npz/layout/{xla,nlp}/{default,random}/{split}/ and npz/tile/xla/{split}/
+    (any prefix, e.g. the unpacked npz_all/ download).
+    Program = file stem, split and search strategy from the path, source "tpugraphs",
+    fingerprint = sha256 of the arrays; arrays are stored unchanged.
+    Example:
+      tgt import ~/tpugraphs/npz_all/ --out tpugraphs-data/
+      tgt import tpugraphs/ --out data/ --overwrite
+    """
+    from tpugraphs_tools.publish import import_tpugraphs
+
+    with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("import", total=None)
+        result = import_tpugraphs(tree, out, backend=backend, overwrite=overwrite,
+                                  batch_bytes=batch_mb << 20,
+                                  progress=lambda i, n: bar.update(task, completed=i, total=n))
+    print_warnings(result.warnings)
+    table = Table(title=f"imported from {tree}")
+    table.add_column("folder")
+    table.add_column("graphs", justify="right")
+    for folder, count in sorted(result.folders.items()):
+        table.add_row(folder, str(count))
+    console.print(table)
+    console.print(f"[green]✓[/] {result.graphs} graphs, {result.configs} configs → {out}")

@@ -1,0 +1,32 @@
+"""``tgt report``: an offline HTML page with PNG plots of a dataset."""
+
+from __future__ import annotations
+
+import click
+
+from tpugraphs_tools.cli._common import console, data_argument, handle_errors
+
+
+@click.command("report")
+@data_argument
+@click.option("--out", default="report/", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for index.html and the PNGs (a previous report there is replaced).")
+@click.option("--overwrite", is_flag=True, help="Replace --out even if it holds other files.")
+@handle_errors
+def report(data: str, out: str, overwrite: bool) -> None:
+    """Write an offline HTML report with plots of DATA (default data/).
+
+    \b
+    Plots: runtime relative to the default per program, best speed-up, configs per status
+    (errors, no-ops), graph sizes and configs per graph.
+    Needs matplotlib (pip install 'tpugraphs-tools[publish]'); the page works offline.
+    Example:
+      tgt report data/ --out report/
+    """
+    from tpugraphs_tools.publish import write_report
+
+    with console.status("drawing"):
+        result = write_report(data, out, overwrite=overwrite)
+    stats = result.stats
+    console.print(f"[green]✓[/] {stats.graphs} graphs, {stats.configs} configs, "
+                  f"{len(result.plots)} plots → {result.page}")

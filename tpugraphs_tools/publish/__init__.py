@@ -1,0 +1,28 @@
+"""Publishing: the official TpuGraphs tree (export/import), HF/Croissant datasets, reports."""
+
+from tpugraphs_tools.publish._export import ExportResult, FilePlan, export_tpugraphs, plan_export
+from tpugraphs_tools.publish._import import (
+    ImportResult,
+    arrays_fingerprint,
+    import_tpugraphs,
+    scan_tree,
+)
+from tpugraphs_tools.publish._official import KEYS, SPLITS, TreeEntry, parse_tree_path, tree_path
+from tpugraphs_tools.publish._publish import PublishResult, dataset_name, publish_dataset
+from tpugraphs_tools.publish._report import ReportResult, write_report
+from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
+from tpugraphs_tools.publish._splits import (
+    DEFAULT_RATIOS,
+    SPLIT_BY,
+    SplitPlan,
+    assign_splits,
+    parse_ratios,
+)
+
+__all__ = [
+    "DEFAULT_RATIOS", "KEYS", "SPLITS", "SPLIT_BY", "ExportResult", "FilePlan", "ImportResult",
+    "PublishResult", "ReportResult", "ReportStats", "SplitPlan", "TreeEntry",
+    "arrays_fingerprint", "assign_splits", "compute_stats", "dataset_name",
+    "export_tpugraphs", "import_tpugraphs", "parse_ratios", "parse_tree_path", "plan_export",
+    "publish_dataset", "scan_tree", "tree_path", "write_report",
+]

@@ -1,0 +1,168 @@
+"""``tgt import``: an official TpuGraphs tree (or the real download) → a tgt dataset.
+
+Arrays are stored exactly as read, so exporting the dataset again gives the same bytes. The
+path says collection, source, search strategy and split; the file stem becomes the program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.publish._npz import read_official_npz
+from tpugraphs_tools.publish._official import TreeEntry, conform, num_configs, parse_tree_path
+from tpugraphs_tools.publish._staging import check_separate, staged_dir
+from tpugraphs_tools.store import Dataset, make_graph_id
+
+EXPECTED = ("npz/layout/{xla|nlp}/{default|random}/{train|valid|test}/<graph>.npz or "
+            "npz/tile/xla/{train|valid|test}/<graph>.npz")
+
+
+@dataclass
+class ImportResult:
+    out: Path
+    graphs: int = 0
+    configs: int = 0
+    folders: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
+
+
+def scan_tree(root: Path) -> list[TreeEntry]:
+    """Every npz under ``root`` with its place in the tree; any stray npz is an error."""
+    if not root.is_dir():
+        raise DatasetError(f"{root}: not a folder (expected an official TpuGraphs tree)")
+    entries = []
+    for path in sorted(p for p in root.rglob("*.npz") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        entry = parse_tree_path(rel)
+        if entry is None:
+            raise DatasetError(f"{path}: not at an official tree position (expected {EXPECTED})")
+        entries.append(entry)
+    if not entries:
+        raise DatasetError(f"{root}: no npz files (expected {EXPECTED})")
+    return entries
+
+
+def arrays_fingerprint(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over key names, dtypes, shapes and bytes: the same file content, the same id."""
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        arr = np.ascontiguousarray(arrays[key])
+        h.update(f"{key}\0{arr.dtype.str}\0{arr.shape}\0".encode())
+        h.update(arr.data)
+    return h.hexdigest()
+
+
+def default_row(arrays: dict[str, np.ndarray], collection: str) -> int | None:
+    """Index of the compiler-default layout config (every feature −1), if the file has one."""
+    if collection != "layout":
+        return None
+    feat = arrays["node_config_feat"]
+    if feat.shape[0] == 0:
+        return None
+    hits = np.flatnonzero((feat.reshape(feat.shape[0], -1) == -1).all(axis=1))
+    return int(hits[0]) if hits.size else None
+
+
+def graph_row(entry: TreeEntry, arrays: dict[str, np.ndarray], fingerprint: str,
+              backend: str) -> dict[str, Any]:
+    layout = entry.collection == "layout"
+    return {
+        "graph_id": make_graph_id(entry.stem, fingerprint),
+        "collection": entry.collection,
+        "program": entry.stem,
+        "program_args": json.dumps({"tree_path": entry.rel}, sort_keys=True),
+        "source": "tpugraphs",
+        "source_path": entry.rel,
+        "hlo_stage": "unoptimized" if layout else "optimized",
+        "fingerprint": fingerprint,
+        "backend": backend,
+        "device_kind": None,
+        "config_space": "layout" if layout else "tile",
+        "num_nodes": int(arrays["node_feat"].shape[0]),
+        "num_edges": int(arrays["edge_index"].shape[0]),
+        "num_configurable": int(arrays["node_config_ids"].shape[0]) if layout else 0,
+        "num_configs": num_configs(arrays, entry.collection),
+        "split": entry.split,
+    }
+
+
+def config_rows(entry: TreeEntry, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """One ok row per npz config; runtimes as published, relative to the default when known."""
+    runtime = arrays["config_runtime"].reshape(-1).tolist()
+    if entry.collection == "tile":
+        defaults = arrays["config_runtime_normalizers"].reshape(-1).tolist()
+        first_default = None
+    else:
+        first_default = default_row(arrays, entry.collection)
+        ref = runtime[first_default] if first_default is not None else None
+        defaults = [ref] * len(runtime)
+    strategy = entry.search or "default"
+    rows = []
+    for i, (value, default) in enumerate(zip(runtime, defaults, strict=True)):
+        value, default = int(value), (None if default is None else int(default))
+        rows.append({
+            "config_index": i, "strategy": strategy, "seed": None,
+            "is_default": i == first_default, "status": "ok",
+            "config": json.dumps({"npz_row": i}), "npz_row": i,
+            "runtime_min_ns": value, "default_runtime_ns": default,
+            "relative_to_default": value / default if default else None,
+        })
+    return rows
+
+
+def folder_of(entry: TreeEntry) -> str:
+    """``layout/xla/default/train`` or ``tile/xla/train``: the summary's grouping."""
+    parts = [entry.collection, entry.source, entry.search, entry.split]
+    return "/".join(p for p in parts if p)
+
+
+def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str = "tpu",
+                     overwrite: bool = False, batch_bytes: int = 256 << 20,
+                     progress: Callable[[int, int], None] = lambda _i, _n: None) -> ImportResult:
+    """Read every file of ``tree`` into a new dataset at ``out`` (renamed into place at the end).
+
+    Graphs are committed in batches of about ``batch_bytes`` of arrays, so a download larger
+    than memory imports; the dataset only appears at ``out`` once every file is in.
+    """
+    tree = Path(tree)
+    check_separate(tree, out)
+    entries = scan_tree(tree)
+    result = ImportResult(Path(out))
+    seen: dict[str, str] = {}
+    with staged_dir(out, overwrite) as stage:
+        dataset = Dataset.open(stage, create=True)
+        tx, pending = dataset.transaction(), 0
+        for done, entry in enumerate(entries, start=1):
+            arrays, extra = read_official_npz(tree / entry.rel, entry.collection)
+            conform(arrays, entry.collection, str(tree / entry.rel))  # exportable as it is
+            if extra:
+                result.warnings.append(f"{entry.rel}: keys {', '.join(extra)} are not "
+                                       "TpuGraphs keys; left out")
+            row = graph_row(entry, arrays, arrays_fingerprint(arrays), backend)
+            if row["graph_id"] in seen:
+                result.warnings.append(f"{entry.rel}: same name and arrays as "
+                                       f"{seen[row['graph_id']]}; skipped")
+                continue
+            seen[row["graph_id"]] = entry.rel
+            rows = config_rows(entry, arrays)
+            tx.put_graph(row, arrays)
+            tx.put_configs(row["graph_id"], rows)
+            result.graphs += 1
+            result.configs += len(rows)
+            result.folders[folder_of(entry)] += 1
+            pending += sum(a.nbytes for a in arrays.values())
+            if pending >= batch_bytes:
+                tx.commit()
+                pending = 0
+            progress(done, len(entries))
+        tx.commit()
+    return result

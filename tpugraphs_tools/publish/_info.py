@@ -1,0 +1,115 @@
+"""What a published dataset says about itself: files, columns and how it was collected.
+
+Everything the dataset card and the Croissant file state is gathered here once, from the
+manifest and the two tables, so both documents tell the same story.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from tpugraphs_tools.publish._official import SPLITS
+from tpugraphs_tools.publish._shards import Shard
+
+HF_SPLIT = {"train": "train", "valid": "validation", "test": "test"}
+TABLES = ("graphs", "configs")
+TIMING_COMMON = (
+    "Each config is compiled with its choice applied, run once and checked against the "
+    "default config's outputs, then timed in rounds that alternate the config and the default "
+    "(order swapped every round), each blocked until ready. `runtime_min_ns` is the minimum "
+    "over the repeats and `relative_to_default` the config's minimum over the default's "
+    "minimum in the same window. Failures, no-ops and duplicates stay in the configs table "
+    "with their status and message, untimed."
+)
+TIMING_LAYOUT = ("Layout label: `config_runtime` = `relative_to_default` times the median "
+                 "default runtime of the session (drift-corrected).")
+TIMING_TILE = ("Tile label: `config_runtime` = the config's minimum and "
+               "`config_runtime_normalizers` = the default's minimum in the same window.")
+TIMING_IMPORTED = ("Runtimes of graphs imported from an official TpuGraphs tree are the "
+                   "published `config_runtime` values, unchanged.")
+
+
+@dataclass
+class PublishInfo:
+    """Inputs of the card and the Croissant file."""
+
+    name: str
+    license: str
+    version: str
+    date_published: str
+    shards: list[Shard]
+    schemas: dict[str, pa.Schema]
+    descriptions: dict[str, dict[str, str]]
+    provenance: dict[str, Any]
+    split_by: str
+    seed: int
+    ratios: tuple[float, float, float]
+    warnings: list[str] = field(default_factory=list)
+
+    def splits(self, table: str) -> list[str]:
+        present = {s.split for s in self.shards if s.table == table}
+        return [s for s in SPLITS if s in present]
+
+    def split_rows(self, table: str, split: str) -> tuple[int, int]:
+        """(rows, Arrow bytes) of one table's split."""
+        picked = [s for s in self.shards if s.table == table and s.split == split]
+        return sum(s.rows for s in picked), sum(s.num_bytes for s in picked)
+
+    def download_size(self, table: str) -> int:
+        return sum(s.size for s in self.shards if s.table == table)
+
+
+def _counts(frame: pl.DataFrame, column: str) -> dict[str, int]:
+    if column not in frame.columns or frame.is_empty():
+        return {}
+    values = Counter(str(v) for v in frame[column].to_list() if v is not None)
+    return dict(sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
+               configs: pl.DataFrame) -> dict[str, Any]:
+    """How the data was collected, from manifest.json and the tables (no host name)."""
+    host = manifest.get("host") or {}
+    backends = Counter(f"{r['backend']} / {r.get('device_kind') or 'unknown device'}"
+                       for r in graphs.select(["backend", "device_kind"]).iter_rows(named=True))
+    repeats = [v for v in configs["repeats"].to_list() if v is not None] \
+        if "repeats" in configs.columns else []
+    sources = _counts(graphs, "source")
+    measured = graphs.filter(pl.col("source") != "tpugraphs") if graphs.height else graphs
+    collected = set(measured["collection"].to_list()) if measured.height else set()
+    timing = [TIMING_COMMON] if collected else []
+    timing += [TIMING_LAYOUT] if "layout" in collected else []
+    timing += [TIMING_TILE] if "tile" in collected else []
+    if "tpugraphs" in sources:
+        timing.append(TIMING_IMPORTED)
+    return {
+        "tgt_version": manifest.get("tgt_version"),
+        "format_version": manifest.get("format_version"),
+        "created_at": manifest.get("created_at"),
+        "updated_at": manifest.get("updated_at"),
+        "jax_version": manifest.get("jax_version"),
+        "jaxlib_version": manifest.get("jaxlib_version"),
+        "graph_jax_versions": _counts(graphs, "jax_version"),
+        "python_version": manifest.get("python_version"),
+        "numpy_version": manifest.get("numpy_version"),
+        "host": {k: host.get(k) for k in ("platform", "machine", "processor", "cpu_count")},
+        "devices": manifest.get("devices") or [],
+        "backends": dict(backends.most_common()),
+        "sources": sources,
+        "collections": _counts(graphs, "collection"),
+        "hlo_stages": _counts(graphs, "hlo_stage"),
+        "xla_flags": sorted({v for v in graphs["xla_flags"].to_list() if v})
+        if "xla_flags" in graphs.columns else [],
+        "strategies": _counts(configs, "strategy"),
+        "statuses": _counts(configs, "status"),
+        "repeats": (min(repeats), max(repeats)) if repeats else None,
+        "programs": graphs["program"].n_unique() if not graphs.is_empty() else 0,
+        "graphs": graphs.height,
+        "configs": configs.height,
+        "timing": timing,
+    }

@@ -1,0 +1,41 @@
+"""Reading and writing single TpuGraphs npz files (never unpickling)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.publish._official import KEYS
+
+
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
+
+
+def read_official_npz(path: Path, collection: str) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The official keys of one file, and the names of any other keys (left out)."""
+    wanted = KEYS[collection]
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise DatasetError(f"{path}: not a readable npz: {exc}") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise DatasetError(f"{path}: holds a single array, not an npz of named keys")
+    with npz:
+        missing = [k for k in wanted if k not in npz.files]
+        if missing:
+            raise DatasetError(f"{path}: missing key {missing[0]!r} needed by a "
+                               f"{collection} file (has {', '.join(sorted(npz.files))})")
+        arrays = {}
+        for key in wanted:
+            try:
+                arrays[key] = npz[key]
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+                raise DatasetError(f"{path}: key {key!r} cannot be read: {exc}") from None
+        extra = sorted(set(npz.files) - set(wanted))
+    return arrays, extra

@@ -1,0 +1,61 @@
+"""The report page: one self-contained HTML file next to its PNGs (works offline)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from tpugraphs_tools.publish._report_stats import ReportStats
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1000px; color: #222; }
+h1 { margin-bottom: 0.2rem; } .muted { color: #666; }
+.cards { display: flex; gap: 1rem; flex-wrap: wrap; margin: 1rem 0; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.6rem 1rem; min-width: 8rem; }
+.card b { display: block; font-size: 1.4rem; }
+figure { margin: 1.5rem 0; } figure img { max-width: 100%; border: 1px solid #eee; }
+table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
+th, td { border-bottom: 1px solid #eee; padding: 0.25rem 0.5rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+"""
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}g}"
+
+
+def _program_table(stats: ReportStats) -> str:
+    head = ("<tr><th>program</th><th>graphs</th><th>configs</th><th>ok</th>"
+            "<th>no-op / duplicate</th><th>errors</th><th>median runtime / default</th>"
+            "<th>best speed-up</th></tr>")
+    rows = "".join(
+        f"<tr><td>{escape(p.program)}</td><td>{p.graphs}</td><td>{p.configs}</td>"
+        f"<td>{p.ok}</td><td>{p.skipped}</td><td>{p.errors}</td>"
+        f"<td>{_fmt(p.median_relative)}</td><td>{_fmt(p.best_speedup)}</td></tr>"
+        for p in stats.programs)
+    return f"<table>{head}{rows}</table>"
+
+
+def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]],
+                facts: dict[str, str]) -> str:
+    """The page; ``plots`` are (png file name, title, caption), ``facts`` provenance lines."""
+    cards = {"graphs": stats.graphs, "configs": stats.configs,
+             "programs": len(stats.programs),
+             **{f"{k} graphs": v for k, v in stats.collections.items()},
+             **{f"status {k}": v for k, v in stats.statuses.items()}}
+    card_html = "".join(f'<div class="card"><b>{v}</b>{escape(k)}</div>'
+                        for k, v in cards.items())
+    figures = "".join(
+        f'<figure><img src="{escape(name)}" alt="{escape(plot_title)}">'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
+        for name, plot_title, caption in plots)
+    fact_html = "".join(f"<li><b>{escape(k)}</b>: {escape(v)}</li>" for k, v in facts.items())
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{escape(title)}</h1><p class=\"muted\">tgt dataset report</p>"
+        f"<div class=\"cards\">{card_html}</div><ul>{fact_html}</ul>{figures}"
+        f"<h2>Per program</h2>{_program_table(stats)}"
+        "<p class=\"muted\">Relative runtime: ok, non-default configs (runtime over the "
+        "default's runtime in the same timing window). Best speed-up: default runtime over the "
+        "fastest config's.</p></body></html>\n"
+    )

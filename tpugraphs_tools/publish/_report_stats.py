@@ -1,0 +1,87 @@
+"""The numbers behind ``tgt report``: per-program runtimes, speed-ups, statuses, sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result")
+SKIPPED_STATUSES = ("noop", "duplicate")
+STATUS_ORDER = ("ok", *SKIPPED_STATUSES, *ERROR_STATUSES)
+
+
+@dataclass
+class ProgramStats:
+    program: str
+    graphs: int
+    configs: int
+    ok: int
+    skipped: int
+    errors: int
+    relative: list[float]  # relative_to_default of ok non-default configs
+    best_speedup: float | None  # default / best runtime (>1: a config beat the default)
+    median_relative: float | None
+
+
+@dataclass
+class ReportStats:
+    graphs: int
+    configs: int
+    statuses: dict[str, int]
+    programs: list[ProgramStats]
+    num_nodes: list[int]
+    configs_per_graph: list[int]
+    ok_per_graph: list[int]
+    collections: dict[str, int] = field(default_factory=dict)
+
+
+def _status_counts(configs: pl.DataFrame) -> dict[str, int]:
+    found = dict(configs.group_by("status").len().iter_rows()) if configs.height else {}
+    ordered = {s: int(found.pop(s)) for s in STATUS_ORDER if s in found}
+    return {**ordered, **{str(k): int(v) for k, v in sorted(found.items())}}
+
+
+def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame) -> ReportStats:
+    """Everything the report shows, from the two tables alone (group-bys, no per-row Python)."""
+    programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
+    configs = configs.with_columns(
+        pl.col("graph_id").replace_strict(programs_of, default=None).alias("program"))
+    measured = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
+                & (pl.col("relative_to_default") > 0))
+    agg = configs.group_by("program").agg(
+        pl.len().alias("configs"),
+        (pl.col("status") == "ok").sum().alias("ok"),
+        pl.col("status").is_in(SKIPPED_STATUSES).sum().alias("skipped"),
+        pl.col("status").is_in(ERROR_STATUSES).sum().alias("errors"),
+        pl.col("relative_to_default").filter(measured).alias("relative"),
+    )
+    by_program = {r["program"]: r for r in agg.iter_rows(named=True)}
+    graph_counts = dict(graphs.group_by("program").len().iter_rows())
+    per_program: list[ProgramStats] = []
+    for program in sorted(graph_counts):
+        row = by_program.get(program, {})
+        relative = [float(v) for v in row.get("relative") or []]
+        per_program.append(ProgramStats(
+            program=program, graphs=int(graph_counts[program]),
+            configs=int(row.get("configs") or 0), ok=int(row.get("ok") or 0),
+            skipped=int(row.get("skipped") or 0), errors=int(row.get("errors") or 0),
+            relative=relative,
+            best_speedup=1.0 / min(relative) if relative else None,
+            median_relative=float(pl.Series(relative).median()) if relative else None,
+        ))
+    counts = dict(configs.group_by("graph_id").len().iter_rows()) if configs.height else {}
+    ok = (dict(configs.filter(pl.col("status") == "ok").group_by("graph_id").len().iter_rows())
+          if configs.height else {})
+    ids = graphs["graph_id"].to_list()
+    return ReportStats(
+        graphs=graphs.height,
+        configs=configs.height,
+        statuses=_status_counts(configs),
+        programs=per_program,
+        num_nodes=[int(n) for n in graphs["num_nodes"].to_list()],
+        configs_per_graph=[int(counts.get(g, 0)) for g in ids],
+        ok_per_graph=[int(ok.get(g, 0)) for g in ids],
+        collections=dict(sorted(graphs.group_by("collection").len().iter_rows()))
+        if graphs.height else {},
+    )
