@@ -1,0 +1,83 @@
+"""Measure how big each zoo program's un-optimised HLO is (the table in docs/programs.md).
+
+Run: ``python -m tpugraphs_tools.programs.sizes [--presets tiny,base] [--programs a,b]``.
+The count is deliberately simple and parser-free: lines of ``lowered.as_text(dialect="hlo")``
+that contain `` = `` inside a computation body, summed over *all* computations (fusions don't
+exist yet before optimisation; ``call``/``reduce`` bodies count too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+
+import jax
+
+from tpugraphs_tools.programs.registry import ProgramArgs, list_programs, lower
+
+
+def count_instructions(hlo_text: str) -> int:
+    """Instructions in HLO text: ``name = ...`` lines between a computation's braces."""
+    count, depth = 0, 0
+    for line in hlo_text.splitlines():
+        stripped = line.strip()
+        if stripped.endswith("{") and " = " not in line:  # computation header
+            depth += 1
+        elif stripped == "}":
+            depth = max(depth - 1, 0)
+        elif depth and " = " in line:
+            count += 1
+    return count
+
+
+def instruction_count(lowered: jax.stages.Lowered) -> int:
+    """Instructions across all computations of the un-optimised HLO module of ``lowered``."""
+    return count_instructions(lowered.as_text(dialect="hlo"))
+
+
+def measure(name: str, preset: str, mode: str, dtype: str = "float32", batch: int = 1) -> int:
+    """Lower one program configuration and count its instructions."""
+    from tpugraphs_tools.programs.registry import get_program
+
+    args = ProgramArgs(batch=batch, dtype=dtype, preset=preset, mode=mode)
+    return instruction_count(lower(get_program(name), args))
+
+
+def table(
+    names: Sequence[str], presets: Sequence[str], dtype: str = "float32", batch: int = 1
+) -> str:
+    """Markdown table: one row per (program, preset) with infer and train counts."""
+    rows = ["| program | preset | infer | train | lower s (train) |", "|---|---|---:|---:|---:|"]
+    programs = {p.name: p for p in list_programs()}
+    for name in names:
+        for preset in presets:
+            if preset not in programs[name].presets:
+                continue
+            infer = measure(name, preset, "infer", dtype, batch)
+            start = time.perf_counter()
+            train = measure(name, preset, "train", dtype, batch)
+            secs = time.perf_counter() - start
+            rows.append(f"| {name} | {preset} | {infer:,} | {train:,} | {secs:.1f} |")
+            print(rows[-1], file=sys.stderr, flush=True)
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the size table for the requested programs and presets."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", default="tiny,base", help="comma-separated presets")
+    parser.add_argument("--programs", default="", help="comma-separated names (default: all)")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--batch", type=int, default=1)
+    ns = parser.parse_args(argv)
+    names = [n for n in ns.programs.split(",") if n] or [p.name for p in list_programs()]
+    presets = [p for p in ns.presets.split(",") if p]
+    print(f"jax {jax.__version__}, dtype {ns.dtype}, batch {ns.batch}\n")
+    print(table(names, presets, ns.dtype, ns.batch))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
