@@ -5,21 +5,23 @@ docs/features.md): nodes are every instruction of every computation in post orde
 ``[u, v]`` means u consumes v (operands de-duplicated) or v is the root of a computation u calls,
 edges sorted lexicographically, products of empty lists are 1.
 
-Columns common to every instruction are gathered in one Python pass into flat lists and written
-with a few numpy assignments; the rarer per-op groups (window, convolution, slice, pad...) are
-filled only for the instructions that carry them. That keeps a 100k-instruction module well
-under a second (bench/bench_featurize.py).
+One Python pass maps every instruction to keys (output shape, ``dimensions`` text, per-op
+attributes); the feature columns of each distinct key are computed once and gathered with numpy,
+and the rarer per-op groups (window, convolution, slice, pad...) are filled only for the
+instructions that carry them. That keeps a 100k-instruction module well under a second
+(bench/bench_featurize.py).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from tpugraphs_tools.features.opcodes import CONFIGURABLE_OPCODES, opcode_id
+from tpugraphs_tools.features.opcodes import CONFIGURABLE_IDS, opcode_id
 from tpugraphs_tools.hlo import attributes as A
-from tpugraphs_tools.hlo.module import Instruction, Module
+from tpugraphs_tools.hlo.module import Instruction, Module, Shape
 
 NUM_NODE_FEATURES = 140
 # Order of the element-type one-hot (features 2..20), as in tpu_graphs' PRIMITIVE_TYPE_FEATURES.
@@ -30,6 +32,10 @@ _TYPE_COLUMN = {name: 2 + i for i, name in enumerate(ELEMENT_TYPES)}
 _EMPTY_PRODUCT_COLUMNS = np.array([44, 52, 60, 68, 76, 84, 112, 116, 120, 124, 128, 132])
 _WINDOW_BASE = 37
 _SPLIT_MARKERS = ("cluster", "while", "cond")
+# Instructions whose HloInstructionProto always carries feature/batch group counts (1 unless
+# set) and convolution dimension numbers when they have dim_labels: XLA's ToProto of
+# HloConvolutionInstruction and HloCustomCallInstruction.
+_CONV_LIKE = frozenset({"convolution", "custom-call"})
 
 
 @dataclass
@@ -98,7 +104,7 @@ def _sparse_features(row: np.ndarray, inst: Instruction) -> None:
     attrs = inst.attrs
     if "window" in attrs:
         _window_features(row, A.window(attrs["window"]))
-    if inst.opcode == "convolution":
+    if inst.opcode in _CONV_LIKE:
         _conv_features(row, inst)
     if "slice" in attrs:
         sl = A.slice_dims(attrs["slice"])
@@ -116,77 +122,131 @@ def _sparse_features(row: np.ndarray, inst: Instruction) -> None:
 
 
 _SPARSE_KEYS = frozenset({"window", "slice", "dynamic_slice_sizes", "padding", "is_stable"})
+# Every attribute _sparse_features reads; with the opcode they key its cache.
+_SPARSE_ATTRS = ("window", "dim_labels", "feature_group_count", "batch_group_count", "slice",
+                 "dynamic_slice_sizes", "padding", "is_stable")
+# Columns written only by _sparse_features (window 37 .. is_stable 133).
+_SPARSE_COLUMNS = slice(37, 134)
+
+
+def _shape_row(shape: Shape) -> np.ndarray:
+    """A feature row holding one output shape's columns plus the empty-product defaults."""
+    row = np.zeros(NUM_NODE_FEATURES, dtype=np.float32)
+    row[_EMPTY_PRODUCT_COLUMNS] = 1.0
+    col = _TYPE_COLUMN.get(shape.element_type)
+    if col is not None:
+        row[col] = 1.0
+    dims = shape.dims
+    row[21:21 + min(6, len(dims))] = dims[:6]
+    row[27] = sum(dims)
+    row[28] = float(math.prod(dims))
+    row[29] = len(shape.tuple_shapes)
+    m2m = shape.minor_to_major
+    if m2m is None:  # text without a layout: XLA's parser gives the default (row-major)
+        m2m = tuple(range(len(dims) - 1, -1, -1))
+    row[134:134 + min(6, len(m2m))] = m2m[:6]
+    return row
+
+
+def _dimensions_row(text: str | None) -> np.ndarray:
+    """Columns 31-36: the first six entries of ``dimensions`` (or ``iota_dimension``)."""
+    values = A.int_list(text)[:6]
+    row = np.zeros(6, dtype=np.float32)
+    row[:len(values)] = values
+    return row
 
 
 def featurize(module: Module) -> Graph:
-    """Featurize every instruction of ``module`` into TpuGraphs arrays."""
+    """Featurize every instruction of ``module`` into TpuGraphs arrays.
+
+    One Python pass maps each instruction to small integer keys (its shape, its ``dimensions``
+    text, its per-op attributes); the feature rows of each distinct key are computed once and
+    gathered with numpy, since real modules repeat a few hundred shapes and windows.
+    """
     n = module.instruction_count
-    feat = np.zeros((n, NUM_NODE_FEATURES), dtype=np.float32)
-    feat[:, _EMPTY_PRODUCT_COLUMNS] = 1.0
-    opcodes = np.empty(n, dtype=np.uint8)
     names: list[str] = []
-    type_cols = np.empty(n, dtype=np.int64)
-    # is_root | shape dims x6, sum, product | tuple size | parameter number | dimensions x6 | m2m x6
-    dense_rows: list[tuple[int, ...]] = []
+    opcodes: list[int] = []
+    shape_keys: list[int] = []
+    dims_keys: list[int] = []
+    shape_index: dict[Shape, int] = {}
+    dims_index: dict[str | None, int] = {}
+    roots: list[int] = []
+    params: list[int] = []
+    param_numbers: list[int] = []
+    sparse_index: dict[tuple[object, ...], tuple[Instruction, list[int]]] = {}
     src: list[int] = []
     dst: list[int] = []
     splits = [0]
-    sparse_rows: list[tuple[int, Instruction]] = []
     root_index: dict[str, int] = {}
+    opcode_ids: dict[str, int] = {}
     index = 0
     for comp in module.computations:
-        local: dict[str, int] = {}
-        for inst in comp.instructions:
-            local[inst.name] = index
-            index += 1
-        for inst in comp.instructions:
-            u = local[inst.name]
-            opcodes[u] = opcode_id(inst.opcode)
+        local = {inst.name: index + i for i, inst in enumerate(comp.instructions)}
+        get_local = local.get
+        for u, inst in enumerate(comp.instructions, start=index):
+            opcode = inst.opcode
+            op_id = opcode_ids.get(opcode)
+            if op_id is None:
+                op_id = opcode_ids[opcode] = opcode_id(opcode)
+            opcodes.append(op_id)
             names.append(inst.name)
-            shape = inst.shape
-            type_cols[u] = _TYPE_COLUMN.get(shape.element_type, -1)
-            dims = shape.dims
-            m2m = shape.minor_to_major or ()
-            op_dims = A.int_list(inst.attrs.get("dimensions") or inst.attrs.get("iota_dimension"))
-            prod = 1
-            for d in dims:
-                prod *= d
-            dense_rows.append((
-                inst.is_root, *(dims[:6] + (0,) * (6 - min(6, len(dims)))), sum(dims), prod,
-                len(shape.tuple_shapes), inst.parameter_number,
-                *(op_dims[:6] + (0,) * (6 - min(6, len(op_dims)))),
-                *(m2m[:6] + (0,) * (6 - min(6, len(m2m)))),
-            ))
-            if inst.opcode == "convolution" or not _SPARSE_KEYS.isdisjoint(inst.attrs):
-                sparse_rows.append((u, inst))
-            for op in dict.fromkeys(inst.operands):
-                v = local.get(op)
-                if v is not None:
-                    src.append(u)
-                    dst.append(v)
+            key = shape_index.get(inst.shape)
+            if key is None:
+                key = shape_index[inst.shape] = len(shape_index)
+            shape_keys.append(key)
+            attrs = inst.attrs
+            dims_text = attrs.get("dimensions") or attrs.get("iota_dimension")
+            key = dims_index.get(dims_text)
+            if key is None:
+                key = dims_index[dims_text] = len(dims_index)
+            dims_keys.append(key)
+            if inst.is_root:
+                roots.append(u)
+            if inst.parameter_number:
+                params.append(u)
+                param_numbers.append(inst.parameter_number)
+            if opcode in _CONV_LIKE or not _SPARSE_KEYS.isdisjoint(attrs):
+                sparse_key = (opcode in _CONV_LIKE, opcode == "pad",
+                              *[attrs.get(k) for k in _SPARSE_ATTRS])
+                entry = sparse_index.get(sparse_key)
+                if entry is None:
+                    sparse_index[sparse_key] = (inst, [u])
+                else:
+                    entry[1].append(u)
+            operands = inst.operands
+            if operands:
+                src.extend([u] * len(operands))
+                dst.extend([get_local(op, -1) for op in operands])
             for callee in inst.called_computations:
                 src.append(u)
                 dst.append(root_index[callee])
+        index += len(comp.instructions)
         root_index[comp.name] = local[comp.root.name]
         if any(marker in comp.name for marker in _SPLIT_MARKERS):
             splits.append(index)
     if splits[-1] < n:
         splits.append(n)
 
-    dense = np.array(dense_rows, dtype=np.float64).reshape(n, 23)
-    feat[:, 0] = dense[:, 0]
-    feat[:, 21:31] = dense[:, 1:11]
-    feat[:, 31:37] = dense[:, 11:17]
-    feat[:, 134:140] = dense[:, 17:23]
-    has_type = type_cols >= 0
-    feat[np.nonzero(has_type)[0], type_cols[has_type]] = 1.0
-    for u, inst in sparse_rows:
-        _sparse_features(feat[u], inst)
+    shape_table = np.stack([_shape_row(s) for s in shape_index]) if shape_index else \
+        np.zeros((0, NUM_NODE_FEATURES), dtype=np.float32)
+    feat = shape_table[np.array(shape_keys, dtype=np.int64)]
+    dims_table = np.stack([_dimensions_row(t) for t in dims_index]) if dims_index else \
+        np.zeros((0, 6), dtype=np.float32)
+    feat[:, 31:37] = dims_table[np.array(dims_keys, dtype=np.int64)]
+    feat[roots, 0] = 1.0
+    feat[params, 30] = param_numbers
+    for inst, rows in sparse_index.values():
+        row = np.zeros(NUM_NODE_FEATURES, dtype=np.float32)
+        row[_EMPTY_PRODUCT_COLUMNS] = 1.0
+        _sparse_features(row, inst)
+        feat[rows, _SPARSE_COLUMNS] = row[_SPARSE_COLUMNS]
 
     edges = np.array([src, dst], dtype=np.int64).T.reshape(-1, 2)
+    edges = edges[edges[:, 1] >= 0]  # operands naming no instruction of the computation
     if len(edges):
-        edges = np.unique(edges, axis=0)
-    config_ids = np.array(
-        [i for i, (_, inst) in enumerate(module.instructions())
-         if inst.opcode in CONFIGURABLE_OPCODES], dtype=np.int64)
-    return Graph(feat, opcodes, edges, np.array(splits, dtype=np.int64), config_ids, names)
+        # u * n + v orders pairs lexicographically; unique() sorts and de-duplicates them
+        codes = np.unique(edges[:, 0] * n + edges[:, 1])
+        edges = np.stack([codes // n, codes % n], axis=1)
+    node_opcode = np.array(opcodes, dtype=np.uint8)
+    config_ids = np.flatnonzero(np.isin(node_opcode, list(CONFIGURABLE_IDS))).astype(np.int64)
+    return Graph(feat, node_opcode, edges, np.array(splits, dtype=np.int64), config_ids, names)

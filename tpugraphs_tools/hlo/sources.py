@@ -7,6 +7,7 @@ graph for provenance.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,17 @@ _IGNORED_ATTRS = frozenset({
 })
 
 
+def _canonical(key: str, value: str) -> str:
+    """``backend_config`` JSON with sorted keys: XLA prints its fields in varying order
+    (a dump and ``Compiled.as_text()`` of the same module differ)."""
+    if key != "backend_config" or not value.startswith("{"):
+        return value
+    try:
+        return json.dumps(json.loads(value), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return value
+
+
 def fingerprint(module: Module) -> str:
     """Content hash of a module that ignores metadata and instruction names' debug suffixes.
 
@@ -50,7 +62,8 @@ def fingerprint(module: Module) -> str:
         h.update(f"{'E' if comp.is_entry else 'C'}{len(comp.instructions)}\n".encode())
         local = {inst.name: i for i, inst in enumerate(comp.instructions)}
         for i, inst in enumerate(comp.instructions):
-            attrs = sorted((k, v) for k, v in inst.attrs.items() if k not in _IGNORED_ATTRS)
+            attrs = sorted((k, _canonical(k, v)) for k, v in inst.attrs.items()
+                           if k not in _IGNORED_ATTRS)
             calls = ",".join(comp_index.get(c, c) for c in inst.called_computations)
             ops = ",".join(str(local.get(o, o)) for o in inst.operands)
             h.update(f"{i}{'R' if inst.is_root else ''} {inst.shape.to_text()} {inst.opcode}"

@@ -113,7 +113,8 @@ def _parse_instruction(line: str) -> Instruction:
     attrs: dict[str, str] = {}
     for item in split_top_level(rest[close + 1:]):
         key, _, value = item.partition("=")
-        attrs[key.strip()] = value.strip()
+        if key.strip():  # the text before the first comma is empty, not an attribute
+            attrs[key.strip()] = value.strip()
     inst = Instruction(name=name, opcode=opcode, shape=shape, operands=[], attrs=attrs,
                        is_root=is_root)
     if opcode == "parameter":

@@ -1,0 +1,130 @@
+"""The ``tgt`` command line through click's CliRunner: help texts, collect → validate, and
+validate catching a damaged npz or a tampered manifest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tpugraphs_tools.cli import main
+
+# rich reads COLUMNS from the live environment: wide enough that paths are never folded
+RUNNER = CliRunner(env={"COLUMNS": "300"})
+
+
+def run(*args: str) -> Result:
+    return RUNNER.invoke(main, list(args), catch_exceptions=False)
+
+
+def flat(text: str) -> str:
+    return "".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory, tiny_hlo: str) -> Path:
+    """A dataset made by ``tgt collect --hlo tiny.hlo --out d/`` (copied per test).
+
+    ``--configs 0``: graphs only. Measuring layout configs spawns timing workers (seconds per
+    graph) and is tested with the measurement code.
+    """
+    root = tmp_path_factory.mktemp("cli")
+    hlo = root / "tiny.hlo"
+    hlo.write_text(tiny_hlo)
+    out = root / "d"
+    result = run("collect", "--hlo", str(hlo), "--out", str(out), "--configs", "0")
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture
+def dataset(collected: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "d"
+    shutil.copytree(collected, copy)
+    return copy
+
+
+def npz_rel(root: Path) -> str:
+    [npz] = root.glob("graphs/*.npz")
+    return npz.relative_to(root).as_posix()
+
+
+def findings(root: Path) -> tuple[int, list[dict]]:
+    result = run("validate", str(root), "--json")
+    return result.exit_code, json.loads(result.stdout)["findings"]
+
+
+def test_top_level_help_has_an_example() -> None:
+    result = run("--help")
+    assert result.exit_code == 0
+    assert "Example" in result.output
+
+
+@pytest.mark.parametrize("command", sorted(main.commands))
+def test_every_command_help_has_an_example(command: str) -> None:
+    result = run(command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Example" in result.output, command
+
+
+def test_collect_hlo_then_validate_is_clean(collected: Path) -> None:
+    [npz] = collected.glob("graphs/*.npz")
+    assert npz.name.startswith("tiny.") and len(npz.stem.split(".")[1]) == 12
+    assert (collected / "manifest.json").is_file()
+    result = run("validate", str(collected))
+    assert result.exit_code == 0, result.output
+    assert "clean" in result.output
+    code, found = findings(collected)
+    assert code == 0 and [f for f in found if f["severity"] == "error"] == []
+
+
+def test_collect_prints_the_graph_it_stored(tmp_path: Path, write_file, tiny_hlo: str) -> None:
+    hlo = write_file("tiny.hlo", tiny_hlo)
+    result = run("collect", "--hlo", str(hlo), "--out", str(tmp_path / "out"),
+                 "--configs", "0")
+    assert result.exit_code == 0, result.output
+    [npz] = (tmp_path / "out").glob("graphs/*.npz")
+    assert npz.stem in flat(result.output)
+
+
+def test_validate_fails_on_a_flipped_npz_byte_and_names_the_file(dataset: Path) -> None:
+    rel = npz_rel(dataset)
+    data = bytearray((dataset / rel).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (dataset / rel).write_bytes(bytes(data))
+    result = run("validate", str(dataset))
+    assert result.exit_code == 1
+    assert rel in flat(result.output)
+    code, found = findings(dataset)
+    assert code == 1
+    assert any(f["file"] == rel and f["check"] == "dataset.checksum_mismatch" for f in found)
+
+
+def test_validate_fails_on_an_edited_manifest_sha_and_names_the_file(dataset: Path) -> None:
+    rel = npz_rel(dataset)
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    manifest["files"][rel]["sha256"] = "0" * 64
+    (dataset / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    result = run("validate", str(dataset))
+    assert result.exit_code == 1
+    assert rel in flat(result.output)
+    code, found = findings(dataset)
+    assert code == 1
+    assert [f["file"] for f in found if f["severity"] == "error"] == [rel]
+
+
+def test_collect_missing_file_fails_with_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_dir" / "missing.hlo"
+    result = run("collect", "--hlo", str(missing), "--out", str(tmp_path / "d"))
+    assert result.exit_code != 0
+    assert str(missing) in flat(result.output)
+    assert not list((tmp_path / "d").glob("graphs/*.npz"))
+
+
+def test_collect_without_inputs_is_a_usage_error(tmp_path: Path) -> None:
+    result = run("collect", "--out", str(tmp_path / "d"))
+    assert result.exit_code == 2
+    assert "--program or --hlo" in result.output
