@@ -6,57 +6,77 @@ import json
 import sys
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import console, data_argument, handle_errors
+from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
+from tpugraphs_tools.validate.catalog import CLASSES
 from tpugraphs_tools.validate.report import Finding, Report
 
 
 @click.command("validate")
-@data_argument
+@click.argument("data", required=False, default=DEFAULT_DATA,
+                type=click.Path(exists=True, file_okay=True, dir_okay=True))
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON report.")
 @click.option("--max-errors", type=click.IntRange(min=1), default=None,
-              help="Stop recording findings after this many.")
-@click.option("--strict", is_flag=True, help="Warnings fail too.")
-@click.option("--examples", default=5, show_default=True, help="Examples shown per fault class.")
+              help="Stop after this many errors (the report says it was truncated).")
+@click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
+@click.option("--examples", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Examples shown per check in the human report.")
 @handle_errors
 def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
              examples: int) -> None:
     """Check DATA (default data/) and exit 0 if clean, 1 on findings, 2 on usage errors.
 
+    DATA is a tgt dataset (manifest.json), an official TpuGraphs tree (npz/layout/...,
+    npz/tile/...), a directory of npz files or a single npz. Files are read one at a time and
+    never modified.
+
     \b
     Example:
       tgt validate data/
       tgt validate data/ --json --strict
+      tgt validate ~/tpugraphs/npz/layout/xla/default --max-errors 50
     """
     from tpugraphs_tools.validate import validate_path
 
     report = validate_path(data, max_errors=max_errors)
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        click.echo(json.dumps({**report.to_json(), "ok": report.ok(strict=strict),
+                               "strict": strict}, indent=2))
     else:
-        _render(report, examples)
+        _render(report, examples, strict)
     sys.exit(0 if report.ok(strict=strict) else 1)
 
 
-def _render(report: Report, examples: int) -> None:
+def _render(report: Report, examples: int, strict: bool) -> None:
+    """One table per fault class: check id (red error / yellow warning), count, examples."""
     findings = report.findings
+    head = f"{report.root} ({report.kind}, {report.files_checked} files checked)"
     if not findings:
-        console.print(f"[green]✓[/] {report.root}: clean "
-                      f"({report.files_checked} files checked)")
+        console.print(f"[green]✓[/] {escape(head)}: clean", highlight=False)
         return
-    table = Table(title=f"validation findings in {report.root}")
-    table.add_column("class", style="bold")
-    table.add_column("severity")
-    table.add_column("count", justify="right")
-    table.add_column("examples", overflow="fold")
-    groups: dict[str, list[Finding]] = {}
+    by_class: dict[str, dict[str, list[Finding]]] = {}
     for f in findings:
-        groups.setdefault(f.check, []).append(f)
-    for check, items in sorted(groups.items()):
-        lines = "\n".join(f"{f.location()}: {f.message}" for f in items[:examples])
-        colour = "red" if items[0].severity == "error" else "yellow"
-        table.add_row(check, f"[{colour}]{items[0].severity}[/]", str(len(items)), lines)
-    console.print(table)
-    console.print(f"{len(report.errors)} errors, {len(report.warnings)} warnings"
-                  + (" (truncated by --max-errors)" if report.truncated else ""))
+        by_class.setdefault(f.fault_class, {}).setdefault(f.check, []).append(f)
+    console.print(f"validation findings: {escape(head)}", highlight=False)
+    order = {c: i for i, c in enumerate(CLASSES)}
+    for cls in sorted(by_class, key=lambda c: order.get(c, 99)):
+        groups = by_class[cls]
+        table = Table(title=f"{cls} ({sum(len(v) for v in groups.values())})",
+                      title_justify="left", show_lines=True)
+        table.add_column("check", no_wrap=True)
+        table.add_column("count", justify="right")
+        table.add_column(escape("examples (file[key]@index: message)"), overflow="fold")
+        for check, items in sorted(groups.items()):
+            shown = items[:examples]
+            lines = [escape(f"{f.location()}: {f.message}") for f in shown]
+            if len(items) > len(shown):
+                lines.append(f"… {len(items) - len(shown)} more")
+            colour = "red" if items[0].severity == "error" else "yellow"
+            table.add_row(f"[{colour}]{check}[/]", str(len(items)), "\n".join(lines))
+        console.print(table)
+    verdict = "[red]FAIL[/]" if not report.ok(strict=strict) else "[yellow]OK (warnings)[/]"
+    console.print(f"{verdict}: {len(report.errors)} errors, {len(report.warnings)} warnings"
+                  + (" (stopped early: --max-errors)" if report.truncated else ""),
+                  highlight=False)

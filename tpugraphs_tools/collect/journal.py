@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tpugraphs_tools.errors import DatasetError
-
-WORK_DIR = ".tgt-work"
+from tpugraphs_tools.store.atomic import WORK_DIR
 
 
 class ConfigJournal:

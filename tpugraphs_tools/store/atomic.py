@@ -16,6 +16,8 @@ from pathlib import Path
 
 JOURNAL = ".tgt-commit.json"
 TEMP_MARK = ".tgt-tmp-"
+# Work journals of unfinished collections (collect/journal.py): outside the committed data.
+WORK_DIR = ".tgt-work"
 
 
 def temp_path(final: Path) -> Path:

@@ -1,0 +1,143 @@
+"""Cross-table and table↔npz consistency of a tgt dataset.
+
+configs.parquet has one row per graph×config tried; only ``ok`` rows carry ``npz_row`` (their
+index into the graph's config arrays) and a positive ``runtime_min_ns``. graphs.parquet counts
+(num_nodes/edges/configurable/configs) must match the npz. Splits must not share a program or
+a fingerprint, else the same model leaks from train into test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from tpugraphs_tools.validate.npz_file import NpzSummary
+from tpugraphs_tools.validate.report import Report
+
+GRAPHS = "graphs.parquet"
+_COUNT_COLUMNS = (("num_nodes", "num_nodes"), ("num_edges", "num_edges"),
+                  ("num_configurable", "num_configurable"))
+
+
+def _more(count: int) -> str:
+    return f" ({count} rows in all)" if count > 1 else ""
+
+
+@dataclass
+class ConfigRefs:
+    """Per graph: the (npz_row, configs row) pairs of its configs, for the range check."""
+
+    rel: str
+    by_graph: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
+    """status ↔ npz_row ↔ runtime rules within configs.parquet."""
+    refs = ConfigRefs(rel)
+    need = {"graph_id", "status", "npz_row"}
+    if not need <= set(df.columns):
+        return refs
+    rows = df.with_row_index("__row")
+    ok = pl.col("status") == "ok"
+    rules = (
+        ("dataset.npz_row_missing", ok & pl.col("npz_row").is_null(),
+         "ok config has no npz_row", "npz_row"),
+        ("dataset.npz_row_unexpected", ~ok & pl.col("npz_row").is_not_null(),
+         "config with status {status!r} has npz_row {npz_row} (only ok configs have one)",
+         "npz_row"),
+    )
+    for check, cond, template, key in rules:
+        bad = rows.filter(cond.fill_null(False))
+        if bad.height:
+            row = bad.row(0, named=True)
+            report.emit(check, template.format(**row) + _more(bad.height), rel, key=key,
+                        index=row["__row"])
+    if "runtime_min_ns" in df.columns:
+        bad = rows.filter(ok.fill_null(False) & ~(pl.col("runtime_min_ns") > 0).fill_null(False))
+        if bad.height:
+            row = bad.row(0, named=True)
+            report.emit("dataset.ok_runtime_invalid", f"ok config has runtime_min_ns "
+                        f"{row['runtime_min_ns']}{_more(bad.height)}", rel,
+                        key="runtime_min_ns", index=row["__row"])
+    with_row = rows.filter(pl.col("npz_row").is_not_null() & pl.col("graph_id").is_not_null())
+    dup = with_row.filter(pl.struct("graph_id", "npz_row").is_duplicated())
+    if dup.height:
+        first = dup.group_by("graph_id", "npz_row", maintain_order=True).agg(pl.col("__row"))
+        row = first.row(0, named=True)
+        report.emit("dataset.npz_row_duplicate", f"graph {row['graph_id']!r} npz_row "
+                    f"{row['npz_row']} used by config rows {row['__row'][:5]}", rel,
+                    key="npz_row", index=row["__row"][1])
+    for (gid,), part in with_row.group_by("graph_id"):
+        refs.by_graph[str(gid)] = (part.get_column("npz_row").to_numpy(),
+                                   part.get_column("__row").to_numpy())
+    for gid in df.get_column("graph_id").drop_nulls().unique().to_list():
+        refs.by_graph.setdefault(str(gid), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    return refs
+
+
+def check_graph_against_npz(row: dict, index: int, summary: NpzSummary, refs: ConfigRefs,
+                            report: Report) -> None:
+    """graphs row counts vs the npz, and the graph's npz_row values vs its config count."""
+    for column, attr in _COUNT_COLUMNS:
+        want, got = row.get(column), getattr(summary, attr)
+        if isinstance(want, int) and got is not None and want != got:
+            report.emit("dataset.graph_row_mismatch", f"graph {row['graph_id']!r}: {column} is "
+                        f"{want}, npz has {got}", GRAPHS, key=column, index=index)
+    c = summary.num_configs
+    if c is None:
+        return
+    if isinstance(row.get("num_configs"), int) and row["num_configs"] != c:
+        report.emit("dataset.num_configs_mismatch", f"graph {row['graph_id']!r}: num_configs "
+                    f"is {row['num_configs']}, npz config arrays have {c}", GRAPHS,
+                    key="num_configs", index=index)
+    npz_rows, table_rows = refs.by_graph.get(str(row["graph_id"]), (None, None))
+    if npz_rows is None:
+        return
+    out = np.flatnonzero((npz_rows < 0) | (npz_rows >= c))
+    if out.size:
+        i = int(out[0])
+        report.emit("dataset.npz_row_out_of_range", f"graph {row['graph_id']!r}: npz_row "
+                    f"{int(npz_rows[i])} outside its {c} npz configs{_more(out.size)}",
+                    refs.rel, key="npz_row", index=int(table_rows[i]))
+    used = np.unique(npz_rows[(npz_rows >= 0) & (npz_rows < c)])
+    if c and used.size < c:  # only graphs with config rows reach here
+        free = np.setdiff1d(np.arange(c), used)
+        report.emit("dataset.npz_row_unreferenced", f"graph {row['graph_id']!r}: {free.size} "
+                    f"of {c} npz configs have no ok config row (first: {int(free[0])})",
+                    row.get("npz_file") or GRAPHS, key="config_runtime", index=int(free[0]))
+
+
+def check_split_overlap(graphs: pl.DataFrame, report: Report) -> None:
+    """A program or fingerprint in two different (non-null) splits is a train/test leak."""
+    if "split" not in graphs.columns:
+        return
+    rows = graphs.with_row_index("__row").filter(pl.col("split").is_not_null())
+    for column in ("program", "fingerprint"):
+        if column not in rows.columns:
+            continue
+        leaks = (rows.filter(pl.col(column).is_not_null())
+                 .group_by(column, maintain_order=True)
+                 .agg(pl.col("split"), pl.col("__row"))
+                 .filter(pl.col("split").list.n_unique() > 1))
+        if not leaks.height:
+            continue
+        first = leaks.row(0, named=True)
+        splits = list(dict.fromkeys(first["split"]))
+        second = next(r for r, s in zip(first["__row"], first["split"], strict=True)
+                      if s != splits[0])
+        more = f" ({leaks.height} {column}s leak in all)" if leaks.height > 1 else ""
+        report.emit("dataset.split_overlap", f"{column} {str(first[column])[:40]!r} is in "
+                    f"splits {splits}{more}", GRAPHS, key=column, index=int(second))
+
+
+def check_tree_split_overlap(stems: dict[tuple[str, str], dict[str, str]],
+                             report: Report) -> None:
+    """Official trees: (collection, file stem) → {split: rel}; a stem in two splits leaks."""
+    for (collection, stem), by_split in sorted(stems.items()):
+        if len(by_split) > 1:
+            splits = sorted(by_split)
+            report.emit("dataset.split_overlap", f"{collection} file stem {stem!r} is in splits "
+                        f"{splits}: {', '.join(by_split[s] for s in splits)}",
+                        by_split[splits[-1]])

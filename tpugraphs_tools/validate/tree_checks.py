@@ -1,0 +1,68 @@
+"""The official TpuGraphs tree (``npz/{layout,tile}/.../{train,valid,test}/*.npz``) and bare
+directories of npz files: which collection and split each file belongs to, one file at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tpugraphs_tools.validate.dataset_rows import check_tree_split_overlap
+from tpugraphs_tools.validate.npz_file import check_npz
+from tpugraphs_tools.validate.report import Report
+
+COLLECTIONS = ("layout", "tile")
+SPLITS = ("train", "valid", "test")
+
+
+@dataclass(frozen=True)
+class TreeFile:
+    path: Path
+    rel: str
+    collection: str | None  # None: decide from the file's keys
+    split: str | None
+
+
+def _nearest(parts: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+    for part in reversed(parts):
+        if part in names:
+            return part
+    return None
+
+
+def discover(root: Path) -> list[TreeFile]:
+    """Every npz under ``root`` (sorted), tagged from its path components.
+
+    The nearest ancestor named layout/tile gives the collection and the nearest train/valid/
+    test the split; components above ``root`` count too, so pointing at
+    ``npz/layout/xla/default/train`` still knows it is a layout train split.
+    """
+    above = root.resolve().parts
+    files = []
+    for path in sorted(root.rglob("*.npz")):
+        if not path.is_file():
+            continue
+        rel_parts = path.relative_to(root).parts
+        parts = above + rel_parts[:-1]
+        files.append(TreeFile(path, path.relative_to(root).as_posix(),
+                              _nearest(parts, COLLECTIONS), _nearest(parts, SPLITS)))
+    return files
+
+
+def is_tree(files: list[TreeFile]) -> bool:
+    return any(f.collection is not None for f in files)
+
+
+def check_tree(root: Path, files: list[TreeFile], report: Report, max_array_bytes: int) -> None:
+    """Validate each file in turn (memory: one file), then the split overlap of file stems."""
+    stems: dict[tuple[str, str], dict[str, str]] = {}
+    for f in files:
+        if report.full:
+            return
+        summary = check_npz(f.path, f.rel, f.collection, report,
+                            hidden_runtimes_ok=f.split == "test",
+                            max_array_bytes=max_array_bytes)
+        collection = f.collection or (summary.collection if summary else None)
+        if f.split is not None and collection is not None:
+            stems.setdefault((collection, f.path.stem), {}).setdefault(f.split, f.rel)
+    check_tree_split_overlap(stems, report)
