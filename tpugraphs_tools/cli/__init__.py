@@ -5,8 +5,14 @@ from __future__ import annotations
 import click
 
 from tpugraphs_tools import __version__
+from tpugraphs_tools.cli.baseline_cmd import baseline
 from tpugraphs_tools.cli.collect_cmd import collect
+from tpugraphs_tools.cli.export_cmd import export
+from tpugraphs_tools.cli.import_cmd import import_
+from tpugraphs_tools.cli.partition_cmd import partition
 from tpugraphs_tools.cli.programs_cmd import programs
+from tpugraphs_tools.cli.publish_cmd import publish
+from tpugraphs_tools.cli.report_cmd import report
 from tpugraphs_tools.cli.validate_cmd import validate
 
 
@@ -16,14 +22,14 @@ def main() -> None:
     """tgt: build, validate and publish TpuGraphs-style datasets from JAX programs or HLO.
 
     \b
-    Typical session:
+    Example session:
       tgt programs
       tgt collect --program resnet50
       tgt validate data/
     """
 
 
-for command in (programs, collect, validate):
+for command in (programs, collect, validate, partition, baseline, export, import_, publish, report):
     main.add_command(command)
 
 __all__ = ["main"]

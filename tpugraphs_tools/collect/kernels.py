@@ -3,21 +3,22 @@
 TpuGraphs' tile collection is per kernel, so every fusion of the optimized entry (and every
 standalone heavy op the backend runs as one kernel: convolution, dot, custom-call,
 reduce-window...) becomes a module whose entry parameters are the kernel's operands and whose
-body is the fused computation, plus every computation it calls. Entry constants that feed a
-kernel are copied in rather than made parameters, so the kernel computes what it did in the
-program (a ``-inf`` reduce-window init stays ``-inf``). Modules are printed from the parsed
-module without metadata (its stack-frame ids point into tables the kernel does not carry), and
-re-parsed, so every kernel is known to be parseable before it is measured.
+body is the fused computation (nested fusions inlined), plus every computation it calls. Entry
+constants that feed a kernel are copied in rather than made parameters, so the kernel computes
+what it did in the program (a ``-inf`` reduce-window init stays ``-inf``). Modules are printed
+from the parsed module without metadata (its stack-frame ids point into tables the kernel does
+not carry) and re-parsed, so every kernel is known to be parseable before it is measured.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from tpugraphs_tools.errors import HloParseError
+from tpugraphs_tools.hlo import attributes as A
 from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
 from tpugraphs_tools.hlo.sources import fingerprint
 from tpugraphs_tools.hlo.text import parse_hlo_text
@@ -28,9 +29,6 @@ HEAVY_OPCODES = frozenset({
     "sort", "scatter", "gather", "fft", "triangular-solve", "cholesky",
 })
 _DROPPED_ATTRS = frozenset({"metadata", "statistics_viz", "origin"})
-_CALL_KEYS = ("calls", "to_apply", "select", "scatter", "condition", "body",
-              "true_computation", "false_computation", "branch_computations",
-              "called_computations")
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
@@ -154,14 +152,42 @@ def _is_constant_literal(inst: Instruction) -> bool:
     return inst.opcode == "constant" and "..." not in inst.attrs.get("literal", "...")
 
 
-def _fusion_entry(fused: Computation, operands: list[Instruction | None]) -> list[str]:
+def _flat_body(module: Module, comp: Computation, args: list[str] | None = None,
+               prefix: str = "", root_name: str | None = None) -> list[Instruction]:
+    """``comp``'s instructions with nested fusions inlined (XLA:GPU nests the operand fusions
+    of a Triton GEMM); parameters become ``args`` when given (a nested call)."""
+    rename: dict[str, str] = {}
+    out: list[Instruction] = []
+    for inst in comp.instructions:
+        if args is not None and inst.opcode == "parameter":
+            if inst.is_root:
+                raise ValueError(f"fusion {root_name} only forwards a parameter")
+            rename[inst.name] = args[inst.parameter_number]
+            continue
+        name = root_name if inst.is_root and root_name else prefix + inst.name
+        rename[inst.name] = name
+        operands = [rename.get(o, o) for o in inst.operands]
+        if inst.opcode == "fusion":
+            callee = module.computation(inst.called_computations[0])
+            nested = _flat_body(module, callee, operands, f"{name}.", name)
+            if args is None and inst.is_root:
+                nested = [replace(i, is_root=i.name == name) for i in nested]
+            out += nested
+            continue
+        out.append(replace(inst, name=name, operands=operands,
+                           is_root=inst.is_root and args is None))
+    out.sort(key=lambda i: i.is_root)  # the root last, as a nested root may come early
+    return out
+
+
+def _fusion_entry(body: list[Instruction], operands: list[Instruction | None]) -> list[str]:
     """The fused body as entry lines; parameters fed by entry constants become those constants."""
     renumber: dict[int, int] = {}
     for i, producer in enumerate(operands):
         if producer is None:
             renumber[i] = len(renumber)
     lines = []
-    for inst in fused.instructions:
+    for inst in body:
         if inst.opcode == "parameter":
             producer = operands[inst.parameter_number]
             if producer is not None:
@@ -217,9 +243,9 @@ def kernel_text(module: Module, inst: Instruction) -> str:
     consts = [p if p is not None and _is_constant_literal(p) else None for p in producers]
     name = _NAME_CHARS.sub("_", inst.name).strip("_") or "kernel"
     if inst.opcode == "fusion":
-        fused = module.computation(inst.called_computations[0])
-        called = [c for i in fused.instructions for c in i.called_computations]
-        body = _fusion_entry(fused, consts)
+        flat = _flat_body(module, module.computation(inst.called_computations[0]))
+        called = [c for i in flat for c in i.called_computations]
+        body = _fusion_entry(flat, consts)
     else:
         called = list(inst.called_computations)
         body = _op_entry(inst, consts, [p.shape for p in producers if p is not None])
@@ -273,7 +299,8 @@ def kernel_cost(kernel: Module) -> float:
             total += out * _elements(rhs) / max(1, _out_features(inst))
         elif inst.opcode == "dot" and inst.operands:
             lhs = by_name[inst.operands[0]].shape
-            contracted = [lhs.dims[d] for d in _ints(inst.attrs.get("lhs_contracting_dims"))]
+            dims = A.int_list(inst.attrs.get("lhs_contracting_dims"))
+            contracted = [lhs.dims[d] for d in dims]
             total += out * float(np.prod(contracted)) if contracted else out
         elif inst.opcode not in ("parameter", "constant"):
             total += out
@@ -284,11 +311,6 @@ def _elements(shape: Shape) -> int:
     if shape.is_tuple:
         return sum(_elements(s) for s in shape.tuple_shapes)
     return int(np.prod(shape.dims)) if shape.dims else 1
-
-
-def _ints(text: str | None) -> list[int]:
-    body = (text or "").strip("{}").strip()
-    return [int(v) for v in body.split(",")] if body else []
 
 
 def _out_features(inst: Instruction) -> int:

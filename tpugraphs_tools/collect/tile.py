@@ -33,6 +33,7 @@ from tpugraphs_tools.configs.tile import (
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
+from tpugraphs_tools.hlo.proto import text_to_proto
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
     NOOP,
@@ -59,6 +60,7 @@ class TileOptions:
     backend: str | None = None
     rtol: float = 1e-3
     max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
+    min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
     space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
 
 
@@ -208,6 +210,8 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
     skipped = dict(extraction.skipped)
     graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]] = []
     restarts = 0
+    tried: Counter[str] = Counter()
+    instances: dict[str, list[str]] = {}
     for i, kernel in enumerate(extraction.kernels, start=1):
         progress(f"kernel {i}/{len(extraction.kernels)}: {kernel.name}")
         configs = space.configs(kernel.module)
@@ -220,8 +224,16 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
             skipped[kernel.name] = f"default config failed: {exc}"
             continue
         restarts += run.restarts
-        src = HloSource(kernel.module, kernel.text, None, compiled_source.kind, "optimized",
-                        f"{compiled_source.origin}:{kernel.name}")
+        tried.update(r["status"] for r in run.rows)
+        distinct = sum(1 for r in run.rows if r["status"] == OK)
+        if distinct < opts.min_distinct:
+            statuses = dict(Counter(r["status"] for r in run.rows))
+            skipped[kernel.name] = (f"{distinct} distinct config(s) after {len(run.rows)} tried "
+                                    f"{statuses}: no {space.name} choice changed this kernel")
+            continue
+        origin = f"{compiled_source.origin}:{kernel.name}"
+        src = HloSource(kernel.module, kernel.text, text_to_proto(kernel.text),
+                        compiled_source.kind, "optimized", origin)
         graph = featurize(kernel.module)
         row = graph_row(src, graph, program=program, program_args=program_args,
                         collection="tile", backend=platform, device_kind=device_kind,
@@ -232,12 +244,18 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
                    num_configurable=0, num_configs=int(arrays["config_runtime"].shape[0]))
         collected = CollectedGraph(row["graph_id"], src, graph, row, arrays)
         graphs.append((collected, run.rows))
-    return TileResult(graphs, summarize(graphs, skipped, space.name, restarts))
+        if len(kernel.instances) > 1:
+            instances[row["graph_id"]] = kernel.instances
+    summary = summarize(graphs, skipped, space.name, restarts, tried)
+    summary["instances"] = instances  # graph id -> every parent instruction it stands for
+    return TileResult(graphs, summary)
 
 
 def summarize(graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]],
-              skipped: dict[str, str], space: str, restarts: int = 0) -> dict[str, Any]:
-    """Counts, statuses and the largest effect vs default (in units of CV) over all kernels."""
+              skipped: dict[str, str], space: str, restarts: int = 0,
+              tried: Counter[str] | None = None) -> dict[str, Any]:
+    """Counts, statuses (of every config tried, stored kernels or not) and the largest effect
+    vs default in units of CV over the stored kernels."""
     rows = [(g, r) for g, rs in graphs for r in rs]
     effects = []
     for g, r in rows:
@@ -251,10 +269,11 @@ def summarize(graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]],
                         "default_cv": real.get("default_cv")})
     effects.sort(key=lambda e: -(e["effect_cv"] or 0))
     relative = [e["relative_to_default"] for e in effects]
+    status = tried if tried is not None else Counter(r["status"] for _, r in rows)
     return {
         "config_space": space, "kernels": len(graphs), "kernels_skipped": len(skipped),
-        "skipped": skipped, "configs": len(rows),
-        "status": dict(Counter(r["status"] for _, r in rows)),
+        "skipped": skipped, "configs": sum(status.values()), "configs_stored": len(rows),
+        "status": dict(status),
         "worker_restarts": restarts,
         "effects_over_3cv": sum(1 for e in effects if (e["effect_cv"] or 0) > 3),
         "largest_effect": effects[0] if effects else None,

@@ -32,6 +32,11 @@ class SessionSpec:
     warmup: int = 2
     repeats: int = 10
     rtol: float = 1e-3
+    # Tile collection: dedupe on (optimized HLO, generated machine code) instead of
+    # (optimized HLO, options), so an option that changes nothing is a no-op (compile.py).
+    # Only valid for options that act through the HLO or the generated code.
+    dedupe_on_code: bool = False
+    return_optimized: bool = False  # send the optimized HLO text back with each result
 
 
 @dataclass
@@ -51,20 +56,37 @@ def _worker_main(conn: Any, spec: SessionSpec) -> None:
     from tpugraphs_tools.measure.realized import options_key, realized_layouts
     from tpugraphs_tools.measure.timing import time_alone, time_interleaved
 
+    def compile_and_read(text: str, options: dict[str, Any] | None, nodes: list[str]
+                         ) -> tuple[Any, dict[str, Any], str, str]:
+        if spec.dedupe_on_code:
+            exe, code = C.compile_with_code_hash(text, signature, options, spec.backend)
+        else:
+            exe, code = C.compile_text(text, signature, options, spec.backend), None
+        opt_text = exe.hlo_modules()[0].to_string()
+        real = realized_layouts(parse_hlo_text(opt_text, source="optimized"), nodes)
+        if spec.dedupe_on_code:
+            real["code_hash"] = code
+        if spec.dedupe_on_code:
+            # No dumped code means library/runtime thunks only: the HLO decides everything.
+            key = options_key(f"{real['fingerprint']}:{code or 'no-code'}", None)
+        else:
+            key = options_key(real["fingerprint"], options)
+        return exe, real, key, opt_text
+
     try:
         module = parse_hlo_text(spec.base_text, source="default config")
         signature = C.entry_signature(module)
         inputs = C.make_inputs(signature, spec.seed, spec.backend)
         start = time.perf_counter()
-        base = C.compile_text(spec.base_text, signature, spec.options, spec.backend)
+        base, base_real, base_key, base_text = compile_and_read(spec.base_text, spec.options, [])
         base_compile = time.perf_counter() - start
         reference = [o.__array__() for o in C.run(base, inputs)]
-        base_opt = parse_hlo_text(base.hlo_modules()[0].to_string(), source="optimized default")
-        base_real = realized_layouts(base_opt, [])
         base_time = time_alone(lambda: C.run(base, inputs), spec.warmup, spec.repeats)
-        conn.send(("ready", {"compile_seconds": base_compile, "timing": base_time.as_dict(),
-                             "realized": base_real,
-                             "key": options_key(base_real["fingerprint"], spec.options)}))
+        ready = {"compile_seconds": base_compile, "timing": base_time.as_dict(),
+                 "realized": base_real, "key": base_key}
+        if spec.return_optimized:
+            ready["optimized_text"] = base_text
+        conn.send(("ready", ready))
     except Exception as exc:
         conn.send(("init_error", f"{type(exc).__name__}: {exc}"))
         return
@@ -84,13 +106,12 @@ def _worker_main(conn: Any, spec: SessionSpec) -> None:
             if job.fault == "raise":
                 raise RuntimeError("injected compile failure")
             options = spec.options if job.options is None else job.options
-            exe = C.compile_text(job.text, signature, options, spec.backend)
+            exe, real, key, opt_text = compile_and_read(job.text, options, job.nodes)
             result["compile_seconds"] = time.perf_counter() - start
-            optimized = parse_hlo_text(exe.hlo_modules()[0].to_string(), source="optimized")
-            real = realized_layouts(optimized, job.nodes)
             result["realized"] = real
-            key = options_key(real["fingerprint"], options)
             result["key"] = key
+            if spec.return_optimized:
+                result["optimized_text"] = opt_text
             if key in job.known:
                 result["status"] = NOOP if job.known[key] == 0 else DUPLICATE
                 result["duplicate_of"] = job.known[key]

@@ -24,7 +24,7 @@ def temp_path(final: Path) -> Path:
     return final.with_name(f"{final.name}{TEMP_MARK}{uuid.uuid4().hex[:8]}")
 
 
-def _fsync(path: Path) -> None:
+def fsync_path(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -37,7 +37,7 @@ def write_atomic(final: Path, write: Callable[[Path], None]) -> None:
     tmp = temp_path(final)
     try:
         write(tmp)
-        _fsync(tmp)
+        fsync_path(tmp)
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)

@@ -208,6 +208,7 @@ class Transaction:
             final = root / rel
             tmp = atomic.temp_path(final)
             write(tmp)
+            atomic.fsync_path(tmp)  # durable before the commit journal can point at it
             manifest["files"][rel] = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
             renames.append((tmp, final))
 
@@ -241,6 +242,7 @@ class Transaction:
             body = json.dumps(manifest, indent=2, sort_keys=True).encode()
             stage_manifest = atomic.temp_path(root / MANIFEST)
             stage_manifest.write_bytes(body)
+            atomic.fsync_path(stage_manifest)
             renames.append((stage_manifest, root / MANIFEST))
         except BaseException:
             for tmp, _ in renames:
