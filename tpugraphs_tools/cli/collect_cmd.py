@@ -33,8 +33,14 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
 @click.option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
               help="Forward pass or full training step.")
 @click.option("--backend", default=None, help="jax backend (default: jax's default).")
+@click.option("--collection", type=click.Choice(["layout", "tile"]), default="layout",
+              show_default=True, help="layout: whole programs × layout configs; tile: every "
+              "kernel of the optimized program × the backend's kernel configs.")
 @click.option("--configs", default=20, show_default=True, type=click.IntRange(min=0),
-              help="Layout configs per graph, default config included (0 = graphs only).")
+              help="Configs per graph (tile: measured configs per kernel), default config "
+                   "included (0 = graphs only, layout).")
+@click.option("--max-kernels", type=click.IntRange(min=1), default=None,
+              help="Tile collection: keep at most this many distinct kernels per program.")
 @click.option("--strategy", type=click.Choice(["default", "random"]), default="default",
               show_default=True, help="default: perturbations of the compiler's choice; "
               "random: every configurable tensor gets a random layout.")
@@ -57,7 +63,8 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
             status_of: str | None, out: str | None, batch: int, image_size: int | None,
             seq_len: int | None, dtype: str, preset: str, mode: str, backend: str | None,
-            configs: int, strategy: str, seed: int, repeats: int, warmup: int,
+            collection: str, configs: int, max_kernels: int | None, strategy: str, seed: int,
+            repeats: int, warmup: int,
             timeout_s: float, workers: int, timing_batch: int, pin: bool, executor: str,
             address: str | None) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
@@ -70,11 +77,13 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
       tgt collect --program resnet50 --batch 1 --image-size 112 --configs 100 --seed 0 --out d/
       tgt collect --program resnet50 --configs 0          # graphs only
       tgt collect --hlo dump/module_0001.jit_f.before_optimizations.txt
+      tgt collect --collection tile --program resnet18 --configs 8
       tgt collect --plan examples/plan.yaml
       tgt collect --status data/
     """
     from tpugraphs_tools.collect.layout import LayoutOptions
     from tpugraphs_tools.collect.run import CollectItem, CollectRequest
+    from tpugraphs_tools.collect.tile import TileOptions
 
     if status_of is not None:
         _print_status(status_of)
@@ -95,8 +104,11 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
                                batch=timing_batch, pin=pin)
         args = ProgramArgs(batch=batch, image_size=image_size, seq_len=seq_len, dtype=dtype,
                            preset=preset, mode=mode)
-        items = [CollectItem(program=p, program_args=args, layout=layout) for p in programs]
-        items += [CollectItem(hlo=h, layout=layout) for h in hlo_files]
+        tile = TileOptions(configs_per_kernel=max(2, configs), max_kernels=max_kernels,
+                           seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout_s)
+        common = {"layout": layout, "collection": collection, "tile": tile}
+        items = [CollectItem(program=p, program_args=args, **common) for p in programs]
+        items += [CollectItem(hlo=h, **common) for h in hlo_files]
         request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
     summary = _run(request, executor, address)
     _print_summary(summary)
@@ -128,6 +140,27 @@ def _print_summary(summary: Any) -> None:
         console.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
     if summary.configs:
         _print_config_summary(summary.configs)
+    for label, tiles in summary.tiles.items():
+        _print_tile_summary(label, tiles)
+
+
+def _print_tile_summary(label: str, s: dict) -> None:
+    table = Table(title=f"kernel configs of {label} ({s['config_space']})")
+    table.add_column("measure")
+    table.add_column("value", overflow="fold")
+    table.add_row("kernels stored / skipped", f"{s['kernels']} / {s['kernels_skipped']}")
+    table.add_row("configs tried", f"{s['configs']} "
+                  + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())))
+    table.add_row("configs differing from default by > 3× CV", str(s["effects_over_3cv"]))
+    top = s.get("largest_effect")
+    if top:
+        table.add_row("largest effect", f"{top['relative_to_default']:.3f}× default "
+                      f"({top['effect_cv']:.1f} CV) on {top['parent_instruction']} with "
+                      f"{top['config']}")
+    if s.get("best_speedup"):
+        table.add_row("best speed-up / worst slowdown",
+                      f"{s['best_speedup']:.3f}× / {s['worst_slowdown']:.3f}×")
+    console.print(table)
 
 
 def _print_config_summary(summaries: dict[str, dict]) -> None:

@@ -1,4 +1,4 @@
-"""``tgt programs``: list the program zoo."""
+"""``tgt programs``: list the program zoo with presets and graph sizes."""
 
 from __future__ import annotations
 
@@ -9,42 +9,46 @@ from tpugraphs_tools.cli._common import console, handle_errors
 
 
 @click.command("programs")
-@click.option("--sizes", is_flag=True, help="Lower each program at --preset and show its "
-              "instruction count (slow for big presets).")
-@click.option("--preset", default="tiny", show_default=True, help="Preset used by --sizes.")
+@click.option("--measure", "measure_preset", default=None, metavar="PRESET",
+              help="Lower every program at PRESET now and show live instruction counts "
+                   "(slow for big presets) instead of the recorded ones.")
 @handle_errors
-def programs(sizes: bool, preset: str) -> None:
-    """List registered JAX programs, their presets and (optionally) graph sizes.
+def programs(measure_preset: str | None) -> None:
+    """List registered JAX programs: description, presets, HLO size per preset.
+
+    Sizes are instructions of the un-optimized HLO (all computations, batch 1, float32) in
+    infer / train mode, as recorded by `python -m tpugraphs_tools.programs.sizes --json`.
 
     \b
     Example:
       tgt programs
-      tgt programs --sizes --preset tiny
+      tgt programs --measure tiny
     """
     from tpugraphs_tools.programs import list_programs
+    from tpugraphs_tools.programs.sizes import measure, recorded_sizes
 
-    table = Table(title="tgt program zoo")
+    recorded = recorded_sizes()
+    sizes = recorded.get("sizes", {})
+    title = "tgt program zoo"
+    if measure_preset:
+        title += f" (sizes measured now at preset {measure_preset})"
+    elif recorded:
+        title += f" (sizes recorded with jax {recorded.get('jax')}, infer / train)"
+    table = Table(title=title)
     table.add_column("program", style="bold")
-    table.add_column("presets")
     table.add_column("description")
-    if sizes:
-        table.add_column(f"instructions ({preset}, infer/train)", justify="right")
+    table.add_column("preset: instructions (infer / train)")
     for prog in list_programs():
-        cells = [prog.name, ", ".join(prog.presets), prog.description]
-        if sizes:
-            cells.append(_sizes(prog, preset))
-        table.add_row(*cells)
+        if measure_preset:
+            if measure_preset in prog.presets:
+                counts = [measure(prog.name, measure_preset, m) for m in ("infer", "train")]
+                cell = f"{measure_preset}: {counts[0]:,} / {counts[1]:,}"
+            else:
+                cell = f"(no preset {measure_preset})"
+        else:
+            known = sizes.get(prog.name, {})
+            cell = "\n".join(
+                f"{p}: {known[p][0]:,} / {known[p][1]:,}" if p in known else f"{p}: -"
+                for p in prog.presets)
+        table.add_row(prog.name, prog.description, cell)
     console.print(table)
-
-
-def _sizes(prog: object, preset: str) -> str:
-    from tpugraphs_tools.hlo import parse_hlo_text
-    from tpugraphs_tools.programs import default_args, lower
-
-    if preset not in prog.presets:  # type: ignore[attr-defined]
-        return "-"
-    counts = []
-    for mode in ("infer", "train"):
-        lowered = lower(prog, default_args(prog, preset, mode=mode))  # type: ignore[arg-type]
-        counts.append(str(parse_hlo_text(lowered.as_text(dialect="hlo")).instruction_count))
-    return " / ".join(counts)

@@ -8,7 +8,8 @@
       - {hlo: dumps/module_0001.jit_f.before_optimizations.txt}
 
 Every item takes program arguments (batch, image_size, seq_len, dtype, preset, mode) and
-layout options (configs, strategy, seed, warmup, repeats, timeout, workers, timing_batch, pin);
+layout options (configs, strategy, seed, warmup, repeats, timeout, workers, timing_batch, pin),
+``collection`` (layout | tile) and ``max_kernels`` (tile);
 ``defaults`` applies to all items, an item's own keys win.
 """
 
@@ -20,13 +21,15 @@ from typing import Any
 
 from tpugraphs_tools.collect.layout import LayoutOptions
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest
+from tpugraphs_tools.collect.tile import TileOptions
 from tpugraphs_tools.errors import TgtError
 
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 LAYOUT_KEYS = {"configs": "configs", "strategy": "strategy", "seed": "seed",
                "warmup": "warmup", "repeats": "repeats", "timeout": "timeout_s",
                "workers": "workers", "timing_batch": "batch", "pin": "pin"}
-ITEM_KEYS = {"program", "hlo", *PROGRAM_KEYS, *LAYOUT_KEYS}
+TILE_KEYS = {"max_kernels": "max_kernels"}
+ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *LAYOUT_KEYS, *TILE_KEYS}
 
 
 class PlanError(TgtError):
@@ -73,8 +76,15 @@ def request_from_plan(plan: dict[str, Any], source: str = "plan",
             raise PlanError(f"{where}: give exactly one of 'program' or 'hlo'")
         args = ProgramArgs.from_dict({k: merged[k] for k in PROGRAM_KEYS if k in merged})
         layout = LayoutOptions(**{LAYOUT_KEYS[k]: merged[k] for k in LAYOUT_KEYS if k in merged})
+        collection = merged.get("collection", "layout")
+        if collection not in ("layout", "tile"):
+            raise PlanError(f"{where}: collection must be 'layout' or 'tile'")
+        tile = TileOptions(configs_per_kernel=max(2, layout.configs), seed=layout.seed,
+                           warmup=layout.warmup, repeats=layout.repeats,
+                           timeout_s=layout.timeout_s, max_kernels=merged.get("max_kernels"))
         items.append(CollectItem(program=raw.get("program"), hlo=raw.get("hlo"),
-                                 program_args=args, layout=layout))
+                                 program_args=args, layout=layout, collection=collection,
+                                 tile=tile))
     return CollectRequest(items=items, out=out or plan.get("out") or "data/",
                           backend=plan.get("backend"))
 

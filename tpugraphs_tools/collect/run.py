@@ -24,7 +24,10 @@ from tpugraphs_tools.collect.graphs import (
 )
 from tpugraphs_tools.collect.journal import ConfigJournal
 from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
+from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.hlo import HloSource, from_compiled, from_file
+from tpugraphs_tools.measure.compile import compile_hlo_source
 from tpugraphs_tools.store import Dataset
 
 Progress = Callable[[str], None]
@@ -38,6 +41,8 @@ class CollectItem:
     hlo: str | None = None
     program_args: Any = None             # ProgramArgs (None fields: the preset's defaults)
     layout: LayoutOptions | None = None  # None or configs == 0: graph only
+    collection: str = "layout"           # "layout" (whole program) | "tile" (its kernels)
+    tile: TileOptions | None = None
 
     @property
     def label(self) -> str:
@@ -57,6 +62,7 @@ class CollectSummary:
     graphs: list[dict[str, Any]] = field(default_factory=list)
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # graph_id -> summary
     skipped: list[str] = field(default_factory=list)                  # already complete
+    tiles: dict[str, dict[str, Any]] = field(default_factory=dict)    # item -> tile summary
 
 
 def resolve_args(name: str, requested: Any) -> Any:
@@ -95,11 +101,41 @@ def committed_rows(dataset: Dataset, graph_id: str, header: dict[str, Any]
     return rows
 
 
+def compiled_source(item: CollectItem, backend: str | None) -> tuple[HloSource, str, dict]:
+    """(optimized module, program name, program args) for a tile collection item."""
+    if item.hlo is not None:
+        src = from_file(item.hlo)
+        if src.stage != "optimized":
+            src = compile_hlo_source(src, backend)
+        return src, src.module.name, {"file": item.hlo}
+    args = resolve_args(item.program, item.program_args)
+    lowered, src = lower_program(item.program, args)
+    return from_compiled(lowered.compile(), origin=src.origin), src.origin, args.as_dict()
+
+
+def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
+                  summary: CollectSummary, progress: Progress) -> None:
+    """Every kernel of one program's optimized module, committed together."""
+    unoptimized = build_graph(item, backend)
+    src, program, args = compiled_source(item, backend)
+    opts = replace(item.tile or TileOptions(), backend=backend)
+    result = collect_tile(src, program=program, program_args=args,
+                          parent_graph_id=unoptimized.graph_id, opts=opts,
+                          progress=lambda msg: progress(f"{item.label}: {msg}"))
+    write_graphs(dataset, [g for g, _ in result.graphs],
+                 configs={g.graph_id: rows for g, rows in result.graphs})
+    summary.graphs.extend(g.row for g, _ in result.graphs)
+    summary.tiles[item.label] = result.summary
+
+
 def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     summary = CollectSummary(dataset=str(Path(request.out)))
     for item in request.items:
         progress(f"lowering + featurizing {item.label}")
+        if item.collection == "tile":
+            collect_tiles(dataset, item, request.backend, summary, progress)
+            continue
         collected = build_graph(item, request.backend)
         layout = item.layout
         if layout is None or layout.configs <= 0:

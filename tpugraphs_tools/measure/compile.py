@@ -14,6 +14,8 @@ import numpy as np
 
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.hlo.module import Module, Shape
+from tpugraphs_tools.hlo.sources import HloSource
+from tpugraphs_tools.hlo.text import parse_hlo_text
 
 _NUMPY_TYPES = {
     "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",
@@ -145,3 +147,11 @@ def run(executable: Any, inputs: list[Any]) -> list[Any]:
     for o in flat:
         o.block_until_ready()
     return flat
+
+
+def compile_hlo_source(src: HloSource, backend: str | None = None) -> HloSource:
+    """The optimized module XLA makes of an un-optimized source (for kernel extraction)."""
+    exe = compile_text(src.text, entry_signature(src.module), None, backend)
+    text = exe.hlo_modules()[0].to_string()
+    return HloSource(parse_hlo_text(text, source=src.origin), text, None, src.kind,
+                     "optimized", src.origin)

@@ -66,7 +66,6 @@ def _worker_main(conn: Any, spec: SessionSpec) -> None:
         real = realized_layouts(parse_hlo_text(opt_text, source="optimized"), nodes)
         if spec.dedupe_on_code:
             real["code_hash"] = code
-        if spec.dedupe_on_code:
             # No dumped code means library/runtime thunks only: the HLO decides everything.
             key = options_key(f"{real['fingerprint']}:{code or 'no-code'}", None)
         else:

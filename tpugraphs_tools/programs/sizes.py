@@ -9,9 +9,12 @@ exist yet before optimisation; ``call``/``reduce`` bodies count too).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -64,9 +67,36 @@ def table(
     return "\n".join(rows)
 
 
+SIZES_FILE = Path(__file__).with_name("sizes.json")
+
+
+def recorded_sizes() -> dict[str, Any]:
+    """Sizes recorded by ``--json`` (shown by ``tgt programs``): {jax, sizes: {prog: {preset:
+    [infer, train]}}}; empty when never recorded."""
+    try:
+        return json.loads(SIZES_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_json(names: Sequence[str], presets: Sequence[str]) -> None:
+    programs = {p.name: p for p in list_programs()}
+    sizes: dict[str, dict[str, list[int]]] = {}
+    for name in names:
+        for preset in programs[name].presets:
+            if preset in presets:
+                sizes.setdefault(name, {})[preset] = [measure(name, preset, mode)
+                                                      for mode in ("infer", "train")]
+                print(name, preset, sizes[name][preset], file=sys.stderr, flush=True)
+    SIZES_FILE.write_text(json.dumps({"jax": jax.__version__, "batch": 1, "dtype": "float32",
+                                      "sizes": sizes}, indent=1, sort_keys=True) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the size table for the requested programs and presets."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true",
+                        help=f"record sizes in {SIZES_FILE.name} for `tgt programs`")
     parser.add_argument("--presets", default="tiny,base", help="comma-separated presets")
     parser.add_argument("--programs", default="", help="comma-separated names (default: all)")
     parser.add_argument("--dtype", default="float32")
@@ -74,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     names = [n for n in ns.programs.split(",") if n] or [p.name for p in list_programs()]
     presets = [p for p in ns.presets.split(",") if p]
+    if ns.json:
+        write_json(names, presets)
+        return 0
     print(f"jax {jax.__version__}, dtype {ns.dtype}, batch {ns.batch}\n")
     print(table(names, presets, ns.dtype, ns.batch))
     return 0

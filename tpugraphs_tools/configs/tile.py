@@ -1,0 +1,224 @@
+"""Per-kernel configuration spaces of the tile collection, behind one interface.
+
+TpuGraphs' tile collection pairs each kernel with configs encoded as 24 floats (kernel, output
+and input bounds: six values, their sum and product each; 0 = padding). A space here says which
+configs a kernel can really be given on one backend, how each is encoded into those 24
+floats, and how it reaches the compiler (compile options and/or an HLO rewrite). Only knobs
+the backend honours belong in a space: XLA:CPU in jax 0.10.2 has no tile-size knob, so its
+space is ``cpu-kernel-options`` (library-vs-codegen choices and codegen options), never tiles;
+the GPU space (``tile_gpu.py``) holds real Triton GEMM tiles. A later jax exposing CPU tiles
+adds a space, nothing else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from tpugraphs_tools.hlo.module import Module
+
+NUM_TILE_FEATURES = 24
+Setting = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Knob settings for one kernel; no settings = the compiler's default for that kernel."""
+
+    settings: tuple[Setting, ...] = ()
+
+    @classmethod
+    def of(cls, **settings: Any) -> KernelConfig:
+        return cls(tuple(sorted(settings.items())))
+
+    @property
+    def is_default(self) -> bool:
+        return not self.settings
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.settings)
+
+    def merged(self, other: KernelConfig) -> KernelConfig:
+        return KernelConfig(tuple(sorted({**self.as_dict(), **other.as_dict()}.items())))
+
+    def to_json(self) -> str:
+        """configs.parquet ``config`` column: the settings as a JSON object (lists for tuples)."""
+        return json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in self.settings},
+                          sort_keys=True)
+
+
+@runtime_checkable
+class KernelConfigSpace(Protocol):
+    """What one backend lets a kernel choose, and how a choice is encoded and applied."""
+
+    name: str         # graphs.parquet ``config_space``
+    kernel_form: str  # which kernel text it configures: "inlined" body or "wrapped" fusion
+
+    def configs(self, kernel: Module) -> list[KernelConfig]:
+        """Candidates in the order to try them; the first is the default config."""
+        ...
+
+    def encode(self, config: KernelConfig) -> np.ndarray:
+        """float32 [24] ``config_feat`` row; all zeros is the compiler's default."""
+        ...
+
+    def compile_options(self, config: KernelConfig) -> dict[str, Any]:
+        """XLA debug options that carry ``config`` to the compiler."""
+        ...
+
+    def apply(self, text: str, config: KernelConfig) -> str:
+        """Kernel HLO text with ``config`` written into it (unchanged if options carry it)."""
+        ...
+
+    def realized(self, optimized: Module, config: KernelConfig) -> tuple[KernelConfig,
+                                                                          dict[str, Any]]:
+        """(config the compiler ran, facts read back from the optimized kernel)."""
+        ...
+
+
+def bounds_features(kernel: tuple[float, ...], output: tuple[float, ...],
+                    inputs: tuple[float, ...]) -> np.ndarray:
+    """TpuGraphs' 24 tile features: per group six values, their sum and product (0 if empty)."""
+    feat = np.zeros(NUM_TILE_FEATURES, dtype=np.float32)
+    for start, values in ((0, kernel), (8, output), (16, inputs)):
+        values = tuple(values)[:6]
+        feat[start:start + len(values)] = values
+        if values:
+            feat[start + 6] = sum(values)
+            feat[start + 7] = float(np.prod(values, dtype=np.float64))
+    return feat
+
+
+# ---- XLA:CPU kernel options ------------------------------------------------------------------
+
+# LibraryFusionType values accepted by xla_cpu_experimental_ynn_fusion_type (jax 0.10.2).
+LIBRARY_TYPES = ("INDIVIDUAL_DOT", "INDIVIDUAL_CONVOLUTION", "DOT", "ELTWISE", "REDUCE")
+_DEFAULT_LIBRARY = ("INDIVIDUAL_DOT", "INDIVIDUAL_CONVOLUTION")
+LIBRARY_CHOICES: tuple[tuple[str, ...], ...] = (
+    (),                                          # library fusion off: every op is codegen'd
+    ("INDIVIDUAL_DOT",),
+    ("INDIVIDUAL_CONVOLUTION",),
+    _DEFAULT_LIBRARY,
+    (*_DEFAULT_LIBRARY, "DOT"),
+    (*_DEFAULT_LIBRARY, "ELTWISE"),
+    (*_DEFAULT_LIBRARY, "REDUCE"),
+)
+OPT_LEVELS = (0, 1, 2)                           # XLA's default is 3
+PASS_CHOICES = (("fusion",), ("algsimp",), ("fusion", "algsimp"))
+PASSES = ("fusion", "algsimp")
+PRESETS = ("FAST_COMPILE", "FAST_RUNTIME")
+_TRIVIAL_OPS = frozenset({"parameter", "constant"})
+
+
+class CpuKernelOptions:
+    """``cpu-kernel-options``: per-kernel compile options that change XLA:CPU's code.
+
+    Knobs (see docs/tile-collection.md for what each changed on resnet kernels):
+    ``library`` (which ops YNNPACK takes: ``xla_cpu_experimental_ynn_fusion_type``),
+    ``opt_level`` (``xla_backend_optimization_level``, LLVM), ``fusion_emitters``
+    (``xla_cpu_use_fusion_emitters``), ``disable_passes`` (``xla_disable_hlo_passes``) and
+    ``preset`` (``xla_cpu_opt_preset``; a no-op on every resnet kernel measured, so offered
+    only with ``include_presets``).
+    """
+
+    name = "cpu-kernel-options"
+    kernel_form = "inlined"
+
+    def __init__(self, seed: int = 0, include_presets: bool = False) -> None:
+        self.seed = seed
+        self.include_presets = include_presets
+
+    def knobs(self, kernel: Module) -> dict[str, list[Any]]:
+        """Non-default values of each knob that can matter for ``kernel``."""
+        ops = [i.opcode for _, i in kernel.instructions() if i.opcode not in _TRIVIAL_OPS]
+        knobs: dict[str, list[Any]] = {
+            # Every choice for every kernel: ``+ELTWISE`` hands loop kernels to YNNPACK, and
+            # multi-conv fusions react to choices single convolutions ignore.
+            "library": list(LIBRARY_CHOICES),
+            "opt_level": list(OPT_LEVELS),
+            "fusion_emitters": [False],
+        }
+        if len(ops) > 1:
+            knobs["disable_passes"] = list(PASS_CHOICES)
+        if self.include_presets:
+            knobs["preset"] = list(PRESETS)
+        return knobs
+
+    def configs(self, kernel: Module) -> list[KernelConfig]:
+        """Default, then every one-knob change (knobs interleaved), then seeded two-knob pairs."""
+        knobs = self.knobs(kernel)
+        singles = [[KernelConfig.of(**{k: v}) for v in values] for k, values in knobs.items()]
+        order = [c for group in itertools.zip_longest(*singles) for c in group if c is not None]
+        pairs = [KernelConfig.of(**{a: va, b: vb})
+                 for a, b in itertools.combinations(knobs, 2)
+                 for va in knobs[a] for vb in knobs[b]]
+        rng = np.random.default_rng(self.seed)
+        return [KernelConfig(), *order, *(pairs[i] for i in rng.permutation(len(pairs)))]
+
+    def encode(self, config: KernelConfig) -> np.ndarray:
+        """Layout ``cpu-kernel-options`` v1 (docs/tile-collection.md); zeros = compiler default.
+
+        0: library set explicitly; 1–5: each LIBRARY_TYPES member in the set; 6: set size;
+        8: 3 − opt_level; 9: fusion emitters off; 10: preset (1 FAST_COMPILE, 2 FAST_RUNTIME);
+        16–17: fusion / algsimp disabled; 22: passes disabled. Others 0.
+        """
+        s = config.as_dict()
+        feat = np.zeros(NUM_TILE_FEATURES, dtype=np.float32)
+        if "library" in s:
+            types = tuple(s["library"])
+            feat[0] = 1.0
+            for i, t in enumerate(LIBRARY_TYPES):
+                feat[1 + i] = float(t in types)
+            feat[6] = len(types)
+        if "opt_level" in s:
+            feat[8] = 3 - int(s["opt_level"])
+        if s.get("fusion_emitters") is False:
+            feat[9] = 1.0
+        if "preset" in s:
+            feat[10] = PRESETS.index(s["preset"]) + 1
+        passes = tuple(s.get("disable_passes", ()))
+        for i, p in enumerate(PASSES):
+            feat[16 + i] = float(p in passes)
+        feat[22] = len(passes)
+        return feat
+
+    def compile_options(self, config: KernelConfig) -> dict[str, Any]:
+        s = config.as_dict()
+        opts: dict[str, Any] = {}
+        if "library" in s:
+            opts["xla_cpu_experimental_ynn_fusion_type"] = ",".join(
+                f"LIBRARY_FUSION_TYPE_{t}" for t in s["library"])
+        if "opt_level" in s:
+            opts["xla_backend_optimization_level"] = int(s["opt_level"])
+        if "fusion_emitters" in s:
+            opts["xla_cpu_use_fusion_emitters"] = bool(s["fusion_emitters"])
+        if "disable_passes" in s:
+            opts["xla_disable_hlo_passes"] = ",".join(s["disable_passes"])
+        if "preset" in s:
+            opts["xla_cpu_opt_preset"] = f"CPU_OPT_PRESET_{s['preset']}"
+        return opts
+
+    def apply(self, text: str, config: KernelConfig) -> str:
+        return text
+
+    def realized(self, optimized: Module, config: KernelConfig) -> tuple[KernelConfig,
+                                                                          dict[str, Any]]:
+        """Options leave no trace in the HLO; report which kernels went to a library."""
+        fusions = [i for _, i in optimized.instructions() if i.opcode == "fusion"]
+        library = sum(1 for i in fusions if "__ynn_fusion" in i.attrs.get("backend_config", ""))
+        return config, {"fusions": len(fusions), "library_fusions": library}
+
+
+def default_space(platform: str, seed: int = 0) -> KernelConfigSpace:
+    """The config space of a jax platform (``cpu``, ``gpu``/``cuda``)."""
+    if platform == "cpu":
+        return CpuKernelOptions(seed=seed)
+    if platform in ("gpu", "cuda", "rocm"):
+        from tpugraphs_tools.configs.tile_gpu import TritonGemmTiles
+
+        return TritonGemmTiles(seed=seed)
+    raise ValueError(f"no kernel config space for platform {platform!r}")
