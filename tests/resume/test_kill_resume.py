@@ -47,21 +47,24 @@ def hlo_file(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(hlo_file, tmp_path_factory) -> pl.DataFrame:
+def reference(hlo_file, tmp_path_factory) -> tuple[pl.DataFrame, float]:
+    """Rows of an uninterrupted run, and how long it took (kill points are drawn within it)."""
     out = tmp_path_factory.mktemp("ref") / "data"
+    start = time.monotonic()
     subprocess.run(_command(hlo_file, out), check=True, capture_output=True, timeout=600)
-    return _rows(out)
+    return _rows(out), time.monotonic() - start
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sigkill_then_resume_equals_uninterrupted(seed, hlo_file, reference, tmp_path):
+    reference, duration = reference
     out = tmp_path / "data"
     rng = random.Random(seed)
     kills = 0
     for _ in range(3):  # kill up to three times at random moments, then let it finish
         proc = subprocess.Popen(_command(hlo_file, out), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, start_new_session=True)
-        time.sleep(rng.uniform(1.0, 9.0))
+        time.sleep(rng.uniform(0.2, 0.8) * duration)
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1
