@@ -146,6 +146,18 @@ def _row_count(m: dict) -> None:
     m["tables"]["configs"]["rows"] = 99
 
 
+def _bad_partition(root: Path) -> tuple[Expect, ...]:
+    """A partition stored through the store API whose node_segment is one node short."""
+    from tpugraphs_tools.partition import npz_bytes, partition_dataset
+    from tpugraphs_tools.store import Dataset
+
+    (result, *_) = partition_dataset(Dataset.open(root), method="contiguous", segments=2)
+    rel = result.row["file"]
+    with Dataset.open(root).transaction() as tx:
+        tx.put_file(rel, npz_bytes({"node_segment": result.partition.node_segment[:-1]}))
+    return (Expect("dataset.partition_invalid", rel, "node_segment"),)
+
+
 CASES = [
     Case("checksum", "dataset.checksum_mismatch", _flip_hlo),
     Case("size", "dataset.size_mismatch", _grow_hlo),
@@ -181,6 +193,7 @@ CASES = [
                "dataset.npz_orphan"),
     graph_cell("dataset.hlo_missing", "hlo_file", GRAPH_A, "graphs/nope.hlo.txt"),
     Case("npz_orphan", "dataset.npz_orphan", _orphan),
+    Case("partition_invalid", "dataset.partition_invalid", _bad_partition),
     graph_cell("dataset.graph_row_mismatch", "num_nodes", GRAPH_A, 8),
     graph_cell("dataset.graph_row_mismatch", "num_edges", GRAPH_A, 5, suffix="-edges"),
     graph_cell("dataset.num_configs_mismatch", "num_configs", GRAPH_A, 5),

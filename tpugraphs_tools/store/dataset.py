@@ -206,6 +206,7 @@ class Transaction:
 
         def stage(rel: str, write: Any) -> None:
             final = root / rel
+            final.parent.mkdir(parents=True, exist_ok=True)
             tmp = atomic.temp_path(final)
             write(tmp)
             atomic.fsync_path(tmp)  # durable before the commit journal can point at it

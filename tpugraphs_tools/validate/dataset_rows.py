@@ -9,6 +9,7 @@ a fingerprint, else the same model leaks from train into test.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -141,3 +142,37 @@ def check_tree_split_overlap(stems: dict[tuple[str, str], dict[str, str]],
             report.emit("dataset.split_overlap", f"{collection} file stem {stem!r} is in splits "
                         f"{splits}: {', '.join(by_split[s] for s in splits)}",
                         by_split[splits[-1]])
+
+
+def check_partitions(root: Path, partitions: pl.DataFrame, rel: str, report: Report) -> None:
+    """Each partition row's file holds node_segment int32 [num_nodes], ids < num_segments."""
+    for index, row in enumerate(partitions.iter_rows(named=True)):
+        path = root / str(row.get("file"))
+        where = f"partition {row.get('partition_id')!r}"
+        if not path.is_file():
+            report.emit("dataset.partition_invalid", f"{where}: file {row.get('file')} is "
+                        "missing", rel, key="file", index=index)
+            continue
+        segment = _load_segment(path)
+        n, k = row.get("num_nodes"), row.get("num_segments")
+        problem = None
+        if segment is None:
+            problem = "no readable node_segment array"
+        elif segment.dtype != np.int32 or segment.ndim != 1:
+            problem = f"node_segment is {segment.dtype} {segment.shape}, expected int32 (n,)"
+        elif segment.shape[0] != n:
+            problem = f"node_segment has {segment.shape[0]} entries, num_nodes is {n}"
+        elif segment.size and (segment.min() < 0 or k is None or segment.max() >= k):
+            problem = f"segment ids span {segment.min()}..{segment.max()}, num_segments is {k}"
+        if problem:
+            report.emit("dataset.partition_invalid", f"{where}: {problem}", str(row.get("file")),
+                        key="node_segment")
+
+
+def _load_segment(path: Path) -> np.ndarray | None:
+    """``node_segment`` of a partition file (one small int32 array), never unpickling."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return npz["node_segment"] if "node_segment" in npz.files else None
+    except Exception:  # damaged zip / header: reported as unreadable by the caller
+        return None

@@ -65,6 +65,8 @@ def _validate_tgt(root: Path, report: Report, max_array_bytes: int) -> None:
             refs = (dataset_rows.check_configs(configs, rels["configs"], report)
                     if configs is not None else dataset_rows.ConfigRefs(rels["configs"]))
             _check_graph_files(root, graphs, manifest, refs, report, max_array_bytes)
+        if tables.get("partitions") is not None:
+            dataset_rows.check_partitions(root, tables["partitions"], rels["partitions"], report)
         hasher.finish(report)
     finally:
         hasher.close()
@@ -118,5 +120,6 @@ def _check_graph_files(root: Path, graphs: pl.DataFrame, manifest: dict,
         if summary is not None and row.get("graph_id") is not None:
             dataset_rows.check_graph_against_npz(row, index, summary, refs, report)
     for rel in sorted(listed):
-        if rel.endswith(".npz") and rel not in referenced and (root / rel).is_file():
+        if (rel.startswith("graphs/") and rel.endswith(".npz") and rel not in referenced
+                and (root / rel).is_file()):
             report.emit("dataset.npz_orphan", "npz that no graphs.parquet row references", rel)

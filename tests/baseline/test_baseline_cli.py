@@ -1,0 +1,129 @@
+"""End to end: `tgt baseline` on synthetic and real-HLO datasets, tile collections, npz trees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tpugraphs_tools.baseline import BaselineOptions, PrepareOptions, TrainConfig, run_baseline
+from tpugraphs_tools.baseline.synthetic import tile_graph, write_synthetic_dataset
+from tpugraphs_tools.cli import main
+from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.features import featurize
+from tpugraphs_tools.hlo import fingerprint, from_lowered
+from tpugraphs_tools.store import Dataset, make_graph_id
+
+SMALL = ["--epochs", "2", "--hidden", "16", "--layers", "1", "--configs-per-graph", "4",
+         "--batch-graphs", "2"]
+
+
+@pytest.fixture(scope="module")
+def layout_ds(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("layout") / "ds"
+    write_synthetic_dataset(root, programs=4, graphs_per_program=2, nodes=(30, 50), configs=6)
+    return root
+
+
+def test_cli_full_graph_report(layout_ds: Path, tmp_path: Path) -> None:
+    report_path = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["baseline", str(layout_ds), *SMALL,
+                                       "--report", str(report_path)])
+    assert result.exit_code == 0, result.output
+    assert "random" in result.output and "fewer-copies" in result.output
+    report = json.loads(report_path.read_text())
+    section = report["collections"]["layout"]
+    assert section["split_method"] == "by-program(seed=0)"
+    assert set(section["results"]) == {"valid", "test"}
+    assert set(section["results"]["test"]) == {"model", "random", "fewer-copies"}
+    assert len(section["train"]["loss"]) == 2
+    splits_of = {}
+    for row in section["per_graph"]:
+        splits_of.setdefault(row["program"], set()).add(row["split"])
+    assert all(len(s) == 1 for s in splits_of.values())
+
+
+def test_cli_gst_with_stored_partition_and_kaggle_options(layout_ds: Path,
+                                                          tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["partition", str(layout_ds), "--segments", "3"]).exit_code == 0
+    report_path = tmp_path / "gst.json"
+    result = runner.invoke(main, [
+        "baseline", str(layout_ds), *SMALL, "--gst", "--partition", "metis-3", "--prune",
+        "--pad-minus-one", "--cross-config-attention", "--loss", "hinge", "--model", "gcn",
+        "--finetune-epochs", "1", "--report", str(report_path)])
+    assert result.exit_code == 0, result.output
+    section = json.loads(report_path.read_text())["collections"]["layout"]
+    assert section["train"]["segments"] > section["graphs"]["train"]
+    assert len(section["train"]["finetune_loss"]) == 1
+    assert section["results"]["test"]["model"]["graphs"] >= 1
+    missing = runner.invoke(main, ["baseline", str(layout_ds), *SMALL, "--gst",
+                                   "--partition", "metis-99"])
+    assert missing.exit_code == 1 and "metis-99" in missing.output
+
+
+def test_tile_collection_from_npz_tree(tmp_path: Path) -> None:
+    root = tmp_path / "npz" / "tile" / "xla"
+    for split, count in (("train", 4), ("valid", 2), ("test", 2)):
+        (root / split).mkdir(parents=True)
+        for i in range(count):
+            np.savez(root / split / f"k{i}.npz", **tile_graph(hash((split, i)) % 1000, 20, 8))
+    opts = BaselineOptions(hidden=16, layers=1, train=TrainConfig(
+        epochs=2, configs_per_graph=4, batch_graphs=2))
+    report = run_baseline(tmp_path / "npz", opts)
+    section = report["collections"]["tile/xla"]
+    assert section["kind"] == "tile" and section["split_method"] == "dataset"
+    test = section["results"]["test"]
+    assert set(test) == {"model", "random"}
+    assert 0.0 <= test["model"]["kaggle_tile_score"] <= 1.0
+    with pytest.raises(DatasetError):
+        run_baseline(tmp_path / "npz", BaselineOptions(collection="layout"))
+
+
+def _programs():
+    x = jax.ShapeDtypeStruct((4, 8), jnp.float32)
+    w = jax.ShapeDtypeStruct((8, 8), jnp.float32)
+    return {
+        "mlp": (lambda a, b: jnp.tanh(a @ b) @ b, (x, w)),
+        "gram": (lambda a, b: (a @ b).T @ (a @ b), (x, w)),
+        "resh": (lambda a, b: (a @ b).reshape(8, 4) @ a, (x, w)),
+        "sq": (lambda a, b: jnp.exp(a @ b @ b @ b), (x, w)),
+    }
+
+
+def test_real_hlo_graphs_with_hlo_features(tmp_path: Path) -> None:
+    ds = Dataset.open(tmp_path / "real", create=True)
+    rng = np.random.default_rng(0)
+    with ds.transaction() as tx:
+        for name, (fn, args) in _programs().items():
+            src = from_lowered(jax.jit(fn).lower(*args), name)
+            graph = featurize(src.module)
+            nc, c = graph.node_config_ids.size, 6
+            cfg = rng.integers(-1, 2, (c, nc, 18)).astype(np.float32)
+            runtime = (1000 + 100 * (cfg[:, :, 0] == 0).sum(1) + rng.integers(0, 5, c))
+            fp = fingerprint(src.module)
+            row = {"graph_id": make_graph_id(name, fp), "collection": "layout",
+                   "program": name, "program_args": "{}", "source": "jax",
+                   "hlo_stage": "unoptimized", "fingerprint": fp, "backend": "cpu",
+                   "num_nodes": graph.num_nodes, "num_edges": int(graph.edge_index.shape[0]),
+                   "num_configurable": nc, "num_configs": c}
+            arrays = {**graph.arrays(), "node_config_feat": cfg,
+                      "config_runtime": runtime.astype(np.int64)}
+            tx.put_graph(row, arrays, hlo=src.proto)
+            tx.put_configs(row["graph_id"], [
+                {"config_index": j, "strategy": "test", "is_default": j == 0, "status": "ok",
+                 "config": json.dumps({"j": j}), "npz_row": j,
+                 "runtime_min_ns": int(runtime[j])} for j in range(c)])
+    opts = BaselineOptions(hidden=16, layers=1, train=TrainConfig(
+        epochs=2, configs_per_graph=4, batch_graphs=2),
+        prepare=PrepareOptions(hlo_features=True))
+    report = run_baseline(tmp_path / "real", opts)
+    section = report["collections"]["layout"]
+    assert not [n for n in section["notes"] if "extra features" in n or "no stored" in n]
+    assert "num_copies not available: no fewer-copies baseline" in section["notes"]
+    assert section["graphs"] == {"train": 2, "valid": 1, "test": 1}

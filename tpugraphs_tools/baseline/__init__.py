@@ -1,0 +1,61 @@
+"""Reference learned cost model (JAX/flax + optax) with GST, ranking losses and metrics."""
+
+from tpugraphs_tools.baseline.batching import Batch, Item, Stale, bucket, pack
+from tpugraphs_tools.baseline.data import (
+    GraphInfo,
+    GraphRecord,
+    GraphSource,
+    TgtSource,
+    TpuGraphsTreeSource,
+    iter_graphs,
+    open_source,
+)
+from tpugraphs_tools.baseline.losses import LOSSES, RankingLoss, listmle, pairwise_hinge
+from tpugraphs_tools.baseline.metrics import (
+    graph_metrics,
+    kaggle_tile_score,
+    kendall_tau,
+    mean_metrics,
+    opa,
+    slowdown,
+    top_k_error,
+)
+from tpugraphs_tools.baseline.model import CostModel, ModelConfig
+from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions
+from tpugraphs_tools.baseline.run import BaselineOptions, run_baseline, write_report
+from tpugraphs_tools.baseline.train import TrainConfig, Trainer
+
+__all__ = [
+    "LOSSES",
+    "BaselineOptions",
+    "Batch",
+    "CostModel",
+    "GraphInfo",
+    "GraphRecord",
+    "GraphSource",
+    "Item",
+    "ModelConfig",
+    "PrepareOptions",
+    "PreparedGraph",
+    "RankingLoss",
+    "Stale",
+    "TgtSource",
+    "TpuGraphsTreeSource",
+    "TrainConfig",
+    "Trainer",
+    "bucket",
+    "graph_metrics",
+    "iter_graphs",
+    "kaggle_tile_score",
+    "kendall_tau",
+    "listmle",
+    "mean_metrics",
+    "opa",
+    "open_source",
+    "pack",
+    "pairwise_hinge",
+    "run_baseline",
+    "slowdown",
+    "top_k_error",
+    "write_report",
+]

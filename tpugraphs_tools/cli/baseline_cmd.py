@@ -1,0 +1,130 @@
+"""``tgt baseline``: train the reference cost model and compare it with trivial rankers."""
+
+from __future__ import annotations
+
+import math
+
+import click
+from rich import box
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tpugraphs_tools.cli._common import console, data_argument, handle_errors
+
+# Per collection kind, the columns its literature reports (anchors.md: layout → τ, OPA,
+# slowdown; tile → Kaggle score, top-K error).
+_COLUMNS = {
+    "layout": (("τ", "kendall_tau"), ("OPA", "opa"), ("slow@1", "slowdown@1"),
+               ("slow@5", "slowdown@5")),
+    "tile": (("kaggle", "kaggle_tile_score"), ("err@1", "top1_error"), ("err@5", "top5_error"),
+             ("τ", "kendall_tau")),
+}
+
+
+@click.command("baseline")
+@data_argument
+@click.option("--epochs", type=click.IntRange(min=0), default=20, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--model", type=click.Choice(["sage", "gcn"]), default="sage", show_default=True)
+@click.option("--hidden", type=click.IntRange(min=4), default=64, show_default=True)
+@click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--loss", type=click.Choice(["listmle", "hinge"]), default="listmle",
+              show_default=True, help="ListMLE or pairwise hinge (margin 0.1).")
+@click.option("--lr", type=float, default=1e-3, show_default=True)
+@click.option("--configs-per-graph", type=click.IntRange(min=2), default=16, show_default=True)
+@click.option("--batch-graphs", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--max-configs", type=click.IntRange(min=2), default=1000, show_default=True,
+              help="Seeded subsample of configs per graph beyond this.")
+@click.option("--gst/--full-graph", default=False, show_default=True,
+              help="Graph Segment Training or whole graphs per step.")
+@click.option("--segment-method", type=click.Choice(["metis", "contiguous"]), default="metis",
+              show_default=True, help="GST segments when no --partition is given.")
+@click.option("--segment-nodes", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="GST segment size when no --partition is given.")
+@click.option("--partition", default=None,
+              help="Use a stored partition (e.g. metis-64 from `tgt partition`) for GST.")
+@click.option("--backprop-segments", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--keep-prob", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+              help="GST stale-embedding dropout: probability to keep a historical embedding.")
+@click.option("--finetune-epochs", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Head-only epochs on fresh embeddings after training (GST).")
+@click.option("--prune", is_flag=True, help="Keep configurable nodes + direct neighbours.")
+@click.option("--pad-minus-one", is_flag=True,
+              help="Node layout columns as −1-padded categories sharing the config embedding.")
+@click.option("--hlo-features", is_flag=True,
+              help="Extra node features recomputed from the stored HLO (separate array).")
+@click.option("--cross-config-attention", is_flag=True)
+@click.option("--collection", default=None, help="Only this collection (default: each).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False),
+              default="baseline_report.json", show_default=True, help="JSON report path.")
+@handle_errors
+def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers: int, loss: str,
+             lr: float, configs_per_graph: int, batch_graphs: int, max_configs: int, gst: bool,
+             segment_method: str, segment_nodes: int, partition: str | None,
+             backprop_segments: int, keep_prob: float, finetune_epochs: int, prune: bool,
+             pad_minus_one: bool, hlo_features: bool, cross_config_attention: bool,
+             collection: str | None, report_path: str) -> None:
+    """Train on DATA's train split, score valid/test, compare with trivial rankers.
+
+    DATA is a tgt dataset or an official TpuGraphs npz tree (e.g. npz/layout/xla/default).
+    Without split values, graphs are split by program (seeded; no program in two splits).
+
+    \b
+    Examples:
+      tgt baseline data/ --epochs 30
+      tgt baseline data/ --gst --partition metis-64 --finetune-epochs 2
+      tgt baseline tpugraphs/npz/layout/xla/default --prune --hidden 128
+    """
+    from tpugraphs_tools.baseline import (
+        BaselineOptions,
+        PrepareOptions,
+        TrainConfig,
+        run_baseline,
+        write_report,
+    )
+
+    opts = BaselineOptions(
+        model=model, hidden=hidden, layers=layers,
+        cross_config_attention=cross_config_attention, collection=collection,
+        segment_method=segment_method, segment_nodes=segment_nodes, partition=partition,
+        train=TrainConfig(epochs=epochs, lr=lr, loss=loss, configs_per_graph=configs_per_graph,
+                          batch_graphs=batch_graphs, seed=seed, gst=gst,
+                          backprop_segments=backprop_segments, keep_prob=keep_prob,
+                          finetune_epochs=finetune_epochs),
+        prepare=PrepareOptions(prune=prune, pad_minus_one=pad_minus_one,
+                               hlo_features=hlo_features, max_configs=max_configs, seed=seed))
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("baseline", total=None)
+        report = run_baseline(data, opts, progress=lambda m: bar.update(task, description=m))
+    write_report(report, report_path)
+    for name, section in report["collections"].items():
+        console.print(results_table(name, section))
+        for note in section["notes"][:10]:
+            console.print(f"[yellow]note:[/] {note}", highlight=False)
+    console.print(f"[green]✓[/] report written to {report_path}")
+
+
+def _fmt(value: float | None) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) \
+        else f"{value:.3f}"
+
+
+def results_table(name: str, section: dict) -> Table:
+    """One row per split × method (model and trivial baselines)."""
+    g = section["graphs"]
+    columns = _COLUMNS[section["kind"]]
+    table = Table(title=f"{name}: {g['train']}/{g['valid']}/{g['test']} train/valid/test "
+                        f"graphs, split {section['split_method']}", box=box.SIMPLE_HEAD)
+    table.add_column("split")
+    table.add_column("method", no_wrap=True)
+    table.add_column("graphs", justify="right")
+    for label, _ in columns:
+        table.add_column(label, justify="right", no_wrap=True)
+    for split, methods in section["results"].items():
+        for method, values in methods.items():
+            style = "bold" if method == "model" else ""
+            table.add_row(split, f"[{style}]{method}[/]" if style else method,
+                          str(int(values.get("graphs", 0))),
+                          *(_fmt(values.get(key)) for _, key in columns))
+    return table

@@ -1,0 +1,64 @@
+"""``tgt partition``: store a segment id per node (METIS or contiguous) for segment training."""
+
+from __future__ import annotations
+
+import click
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from tpugraphs_tools.cli._common import console, data_argument, handle_errors
+
+
+@click.command("partition")
+@data_argument
+@click.option("--segments", type=click.IntRange(min=1), default=None,
+              help="Segments per graph (k). Default 64 unless --max-segment-nodes is given.")
+@click.option("--max-segment-nodes", type=click.IntRange(min=1), default=None,
+              help="Pick k per graph as ceil(nodes / N) instead of a fixed k.")
+@click.option("--method", type=click.Choice(["metis", "contiguous"]), default="metis",
+              show_default=True, help="METIS k-way (contiguous parts) or GST's node-id ranges.")
+@click.option("--collection", type=click.Choice(["layout", "tile"]), default=None,
+              help="Only graphs of this collection.")
+@click.option("--graph", "graph_ids", multiple=True, help="Only this graph id. Repeatable.")
+@handle_errors
+def partition(data: str, segments: int | None, max_segment_nodes: int | None, method: str,
+              collection: str | None, graph_ids: tuple[str, ...]) -> None:
+    """Partition every graph of DATA (default data/) and store partitions/<method>-<k>/.
+
+    \b
+    Re-running the same command replaces the same rows and files.
+    Examples:
+      tgt partition data/ --segments 64
+      tgt partition data/ --max-segment-nodes 1000 --method contiguous
+    """
+    from tpugraphs_tools.partition import partition_dataset, partition_name
+    from tpugraphs_tools.store import Dataset
+
+    if segments is not None and max_segment_nodes is not None:
+        raise click.UsageError("give --segments or --max-segment-nodes, not both")
+    if segments is None and max_segment_nodes is None:
+        segments = 64
+    dataset = Dataset.open(data)
+    name = partition_name(method, segments, max_segment_nodes)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("partitioning", total=None)
+        results = partition_dataset(dataset, method=method, segments=segments,
+                                    max_segment_nodes=max_segment_nodes,
+                                    graph_ids=list(graph_ids) or None, collection=collection,
+                                    progress=lambda msg: bar.update(task, description=msg))
+    if not results:
+        console.print(f"[yellow]no graphs to partition in {data}[/]")
+        return
+    table = Table(title=f"{name} partitions in {data}")
+    for col in ("graph_id", "nodes", "segments", "edge cut", "cut %", "balance", "seconds"):
+        table.add_column(col, justify="left" if col == "graph_id" else "right")
+    for res in results:
+        row = res.row
+        pct = 100.0 * row["edge_cut"] / max(row["num_edges"], 1)
+        table.add_row(row["graph_id"], str(row["num_nodes"]), str(row["num_segments"]),
+                      str(row["edge_cut"]), f"{pct:.2f}", f"{row['balance']:.3f}",
+                      f"{row['seconds']:.3f}")
+    console.print(table)
+    console.print(f"[green]✓[/] {len(results)} graphs → partitions/{name}/ "
+                  f"(table partitions.parquet)")
