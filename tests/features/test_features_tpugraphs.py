@@ -18,7 +18,8 @@ from tpugraphs_tools.features.tpugraphs import Graph
 from tpugraphs_tools.hlo import parse_hlo_text
 
 HERE = Path(__file__).resolve().parent
-REFERENCE = Path("/work/shared/reference")
+# shared/ lies beside the repository (developers and CI alike).
+REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
 
 # Product-of-a-list columns: 1 when the list is empty (no window / not a slice / no padding).
 PRODUCT_COLUMNS = (44, 52, 60, 68, 76, 84, 112, 116, 120, 124, 128, 132)

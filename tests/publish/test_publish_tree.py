@@ -23,7 +23,8 @@ from tpugraphs_tools.publish import (
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
-REFERENCE = Path("/work/shared/reference/tpugraphs_npz_keys.csv")
+# shared/ lies beside the repository (developers and CI alike).
+REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "tpugraphs_npz_keys.csv"
 
 
 @pytest.fixture(scope="module")
