@@ -128,6 +128,28 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
     summary.tiles[item.label] = result.summary
 
 
+def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptions | None,
+                summary: CollectSummary
+                ) -> tuple[LayoutOptions, ConfigJournal, dict[int, dict[str, Any]]] | None:
+    """Decide what is left to measure for one graph (shared by every executor).
+
+    Graph-only items are committed here; complete graphs are skipped. Otherwise returns the
+    options, the graph's journal and the rows already measured (committed + journaled).
+    """
+    if layout is None or layout.configs <= 0:
+        write_graphs(dataset, [collected])
+        summary.graphs.append(collected.row)
+        return None
+    header = layout.journal_header()
+    committed = committed_rows(dataset, collected.graph_id, header)
+    if committed is not None and len(committed) >= layout.configs:
+        summary.skipped.append(collected.graph_id)
+        summary.graphs.append(dataset.graph_row(collected.graph_id))
+        return None
+    journal = ConfigJournal(dataset.root, collected.graph_id, header)
+    return layout, journal, {**(committed or {}), **journal.load()}
+
+
 def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     summary = CollectSummary(dataset=str(Path(request.out)))
@@ -137,19 +159,10 @@ def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> 
             collect_tiles(dataset, item, request.backend, summary, progress)
             continue
         collected = build_graph(item, request.backend)
-        layout = item.layout
-        if layout is None or layout.configs <= 0:
-            write_graphs(dataset, [collected])
-            summary.graphs.append(collected.row)
+        work = start_graph(dataset, collected, item.layout, summary)
+        if work is None:
             continue
-        header = layout.journal_header()
-        committed = committed_rows(dataset, collected.graph_id, header)
-        if committed is not None and len(committed) >= layout.configs:
-            summary.skipped.append(collected.graph_id)
-            summary.graphs.append(dataset.graph_row(collected.graph_id))
-            continue
-        journal = ConfigJournal(dataset.root, collected.graph_id, header)
-        done = {**(committed or {}), **journal.load()}
+        layout, journal, done = work
         result = collect_layout_configs(
             collected.source.text, collected.source.module,
             replace(layout, backend=request.backend), done=done, on_row=journal.append,

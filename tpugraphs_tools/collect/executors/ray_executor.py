@@ -16,13 +16,12 @@ from dataclasses import replace
 from typing import Any
 
 from tpugraphs_tools.collect.graphs import write_graphs
-from tpugraphs_tools.collect.journal import ConfigJournal
 from tpugraphs_tools.collect.layout import LayoutOptions, arrays_from_rows, collect_layout_configs
 from tpugraphs_tools.collect.run import (
     CollectRequest,
     CollectSummary,
     build_graph,
-    committed_rows,
+    start_graph,
 )
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.errors import TgtError
@@ -70,20 +69,11 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
         graphs: dict[str, dict[str, Any]] = {}
         for item in request.items:
             collected = build_graph(item, request.backend)
-            layout = item.layout or LayoutOptions(configs=0)
-            if layout.configs <= 0:
-                write_graphs(dataset, [collected])
-                summary.graphs.append(collected.row)
+            work = start_graph(dataset, collected, item.layout, summary)
+            if work is None:
                 continue
+            layout, journal, done = work
             layout = replace(layout, backend=request.backend, faults={})
-            header = layout.journal_header()
-            committed = committed_rows(dataset, collected.graph_id, header)
-            if committed is not None and len(committed) >= layout.configs:
-                summary.skipped.append(collected.graph_id)
-                summary.graphs.append(dataset.graph_row(collected.graph_id))
-                continue
-            journal = ConfigJournal(dataset.root, collected.graph_id, header)
-            done = {**(committed or {}), **journal.load()}
             space = layout_space(collected.source.module)
             configs = generate_configs(space, layout.configs, layout.strategy, layout.seed)
             missing = [i for i in range(len(configs)) if i not in done]
