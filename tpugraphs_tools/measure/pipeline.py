@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
 from typing import Any
 
@@ -51,7 +51,10 @@ class PipelinedMeasurer:
 
     def __init__(self, spec: SessionSpec, options: PipelineOptions | None = None) -> None:
         self.spec = spec
-        self.opts = options or PipelineOptions()
+        opts = options or PipelineOptions()
+        # A full batch must fit in the look-ahead window, or the loop would wait forever.
+        self.opts = replace(opts, lookahead=max(opts.lookahead,
+                                                opts.batch + opts.compile_workers))
         self.measure_cpus, self.compile_cpus = split_cpus(self.opts.pin)
         self.default_info: dict[str, Any] = {}
         self.restarts = 0
