@@ -48,12 +48,14 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--timing-batch", type=int, default=4)
+    parser.add_argument("--isolation", default="auto", choices=["auto", "pin", "pause", "none"])
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
 
     from tpugraphs_tools.collect.graphs import lower_program
     from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
     from tpugraphs_tools.configs import generate_configs, layout_space
+    from tpugraphs_tools.measure.processes import resolve_isolation
     from tpugraphs_tools.programs import default_args
 
     program_args = default_args(args.program, "base", batch=1, image_size=args.image_size)
@@ -64,7 +66,8 @@ def main() -> int:
     naive_wall, naive_compile, naive_timed = naive_loop(src, configs, space, args.repeats,
                                                         args.warmup)
     opts = LayoutOptions(configs=args.configs, repeats=args.repeats, warmup=args.warmup,
-                         workers=args.workers, batch=args.timing_batch)
+                         workers=args.workers, batch=args.timing_batch,
+                         isolation=args.isolation)
     start = time.perf_counter()
     result = collect_layout_configs(src.text, src.module, opts, configs=configs)
     tgt_wall = time.perf_counter() - start
@@ -77,7 +80,8 @@ def main() -> int:
         f"{args.program} b1@{args.image_size}, {n} `default`-strategy layout configs, "
         f"{args.repeats} timed runs each, {args.warmup} warm-ups; both loops in one run on the "
         f"same configs. tgt: {args.workers} compile worker(s), timing batch "
-        f"{args.timing_batch}, measurement pinned to one CPU. Statuses: {statuses}.",
+        f"{args.timing_batch}, isolation `{resolve_isolation(args.isolation)}`. "
+        f"Statuses: {statuses}.",
         "",
         "| loop | wall (s) | configs/min | Σ compile (s) | Σ timed / measurement busy (s) |",
         "|---|---|---|---|---|",

@@ -32,7 +32,7 @@ CONFIGS = 8
 def _command(hlo: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "tpugraphs_tools.cli", "collect", "--hlo", str(hlo),
             "--out", str(out), "--configs", str(CONFIGS), "--repeats", "2", "--warmup", "0",
-            "--seed", "1", "--no-pin"]
+            "--seed", "1", "--isolation", "none"]
 
 
 def _rows(out: Path) -> pl.DataFrame:

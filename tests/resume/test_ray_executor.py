@@ -23,8 +23,7 @@ ENTRY main {
 
 
 def _plan(hlo: str, out: str) -> dict:
-    return {"out": out, "defaults": {"configs": 4, "repeats": 2, "warmup": 0, "seed": 3,
-                                     "pin": False},
+    return {"out": out, "defaults": {"configs": 4, "repeats": 2, "warmup": 0, "seed": 3},
             "items": [{"hlo": hlo}]}
 
 

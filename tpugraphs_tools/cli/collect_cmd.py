@@ -54,8 +54,11 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
               help="Compile worker processes running ahead of the measurement worker.")
 @click.option("--timing-batch", default=4, show_default=True, type=click.IntRange(min=1),
               help="Configs timed together against one default run per round.")
-@click.option("--pin/--no-pin", default=True, show_default=True,
-              help="Pin the measurement worker to the first CPU, compilation to the others.")
+@click.option("--isolation", type=click.Choice(["auto", "pin", "pause", "none"]),
+              default="auto", show_default=True,
+              help="Keep compilation off the timed runs: pin = measurement on the first CPU, "
+                   "compilation on the others; pause = measurement on all CPUs, compile "
+                   "workers stopped during timed rounds; auto = pin with >= 4 CPUs, else pause.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="Run items in this process or on a Ray cluster.")
 @click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
@@ -65,7 +68,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
             seq_len: int | None, dtype: str, preset: str, mode: str, backend: str | None,
             collection: str, configs: int, max_kernels: int | None, strategy: str, seed: int,
             repeats: int, warmup: int,
-            timeout_s: float, workers: int, timing_batch: int, pin: bool, executor: str,
+            timeout_s: float, workers: int, timing_batch: int, isolation: str, executor: str,
             address: str | None) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
 
@@ -101,7 +104,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
 
         layout = LayoutOptions(configs=configs, strategy=strategy, seed=seed, warmup=warmup,
                                repeats=repeats, timeout_s=timeout_s, workers=workers,
-                               batch=timing_batch, pin=pin)
+                               batch=timing_batch, isolation=isolation)
         args = ProgramArgs(batch=batch, image_size=image_size, seq_len=seq_len, dtype=dtype,
                            preset=preset, mode=mode)
         tile = TileOptions(configs_per_kernel=max(2, configs), max_kernels=max_kernels,

@@ -38,7 +38,7 @@ class LayoutOptions:
     rtol: float = 1e-3
     workers: int = 1          # compile workers running ahead of the measurement worker
     batch: int = 4            # configs timed together against one default run per round
-    pin: bool = True          # measurement keeps the first CPU to itself
+    isolation: str = "auto"   # keeps compilation off the timed runs: auto|pin|pause|none
     faults: dict[int, str] = field(default_factory=dict)  # tests only: config index -> fault
 
     def journal_header(self) -> dict[str, Any]:
@@ -97,7 +97,7 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed, warmup=opts.warmup,
                        repeats=opts.repeats, rtol=opts.rtol)
     pipeline = PipelineOptions(compile_workers=opts.workers, batch=opts.batch,
-                               timeout_s=opts.timeout_s, pin=opts.pin)
+                               timeout_s=opts.timeout_s, isolation=opts.isolation)
 
     def record(index: int, result: dict[str, Any]) -> None:
         rows[index] = _row(index, configs[index], space, opts, result)

@@ -8,7 +8,8 @@
       - {hlo: dumps/module_0001.jit_f.before_optimizations.txt}
 
 Every item takes program arguments (batch, image_size, seq_len, dtype, preset, mode) and
-layout options (configs, strategy, seed, warmup, repeats, timeout, workers, timing_batch, pin),
+layout options (configs, strategy, seed, warmup, repeats, timeout, workers, timing_batch,
+isolation),
 ``collection`` (layout | tile) and ``max_kernels`` (tile);
 ``defaults`` applies to all items, an item's own keys win.
 """
@@ -27,7 +28,7 @@ from tpugraphs_tools.errors import TgtError
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 LAYOUT_KEYS = {"configs": "configs", "strategy": "strategy", "seed": "seed",
                "warmup": "warmup", "repeats": "repeats", "timeout": "timeout_s",
-               "workers": "workers", "timing_batch": "batch", "pin": "pin"}
+               "workers": "workers", "timing_batch": "batch", "isolation": "isolation"}
 TILE_KEYS = {"max_kernels": "max_kernels"}
 ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *LAYOUT_KEYS, *TILE_KEYS}
 

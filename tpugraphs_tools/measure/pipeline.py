@@ -1,16 +1,21 @@
-"""Pipelined measurement: compile workers run ahead while one worker times, on its own core.
+"""Pipelined measurement: compile workers run ahead while one worker times undisturbed.
 
 Compile workers (``--workers N``) compile configs, read the optimized HLO back and serialize the
 executable; the parent de-duplicates on (optimized fingerprint, options) *before* anything is
-timed, so no-ops and duplicates cost no device time. One measurement worker, pinned to the first
-CPU, deserializes executables (milliseconds), checks numerics and times them in batches against
-the default config (``timing.time_batch``). Crashes and hangs in either kind of worker become
-``crash``/``timeout`` records; a batch whose worker died is retried one config at a time so a
-single bad config cannot take valid ones down with it.
+timed, so no-ops and duplicates cost no device time. One measurement worker deserializes
+executables (milliseconds), checks numerics and times them in batches against the default config
+(``timing.time_batch``). Isolation keeps compilation off the timed runs: ``pin`` gives the
+measurement worker the first CPU and the compile workers the others (many-core hosts); ``pause``
+lets the measurement use every CPU and stops the compile workers (SIGSTOP/SIGCONT) for exactly
+the timed rounds, so they compile during everything else (few-core hosts).
+
+Crashes and hangs in either kind of worker become ``crash``/``timeout`` records; a batch whose
+worker died is retried one config at a time so a single bad config cannot take valid ones down.
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -19,7 +24,12 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from tpugraphs_tools.measure import workers as W
-from tpugraphs_tools.measure.processes import WorkerProcess, split_cpus
+from tpugraphs_tools.measure.processes import (
+    WorkerProcess,
+    resolve_isolation,
+    signal_all,
+    split_cpus,
+)
 from tpugraphs_tools.measure.worker import (
     CRASH,
     DUPLICATE,
@@ -36,7 +46,7 @@ class PipelineOptions:
     compile_workers: int = 1
     batch: int = 4
     timeout_s: float = 120.0
-    pin: bool = True
+    isolation: str = "auto"   # auto | pin | pause | none (processes.resolve_isolation)
     lookahead: int = 8
 
 
@@ -55,7 +65,8 @@ class PipelinedMeasurer:
         # A full batch must fit in the look-ahead window, or the loop would wait forever.
         self.opts = replace(opts, lookahead=max(opts.lookahead,
                                                 opts.batch + opts.compile_workers))
-        self.measure_cpus, self.compile_cpus = split_cpus(self.opts.pin)
+        self.isolation = resolve_isolation(self.opts.isolation)
+        self.measure_cpus, self.compile_cpus = split_cpus(self.isolation)
         self.default_info: dict[str, Any] = {}
         self.restarts = 0
         self._measure: WorkerProcess | None = None
@@ -129,7 +140,9 @@ class PipelinedMeasurer:
                     batch = [compiled.popleft() for _ in range(min(self.opts.batch,
                                                                    len(compiled)))]
                 if batch:
-                    self._measure.conn.send(batch)
+                    pause = ([p.proc.pid for p in self._compilers]
+                             if self.isolation == "pause" else [])
+                    self._measure.conn.send({"items": batch, "pause": pause})
                     batch_started = time.monotonic()
 
             conns = [self._compilers[s].conn for s in compiling]
@@ -177,6 +190,9 @@ class PipelinedMeasurer:
                     self._measure_failed(batch, self._measure.exit_description(), CRASH,
                                          singles, on_result)
                 else:
+                    paused = max((r.get("paused_seconds", 0.0) for r in results), default=0.0)
+                    for flight in compiling.values():  # stopped compiles did not progress
+                        flight.started += paused
                     for result in results:
                         on_result(result)
                 batch = []
@@ -194,6 +210,8 @@ class PipelinedMeasurer:
                         singles: deque[dict[str, Any]],
                         on_result: Callable[[dict[str, Any]], None]) -> None:
         self._measure.kill()
+        # A worker killed mid-round may have left the compile workers stopped.
+        signal_all([p.proc.pid for p in self._compilers], signal.SIGCONT)
         self.restarts += 1
         if len(batch) > 1:
             singles.extend(batch)  # isolate the culprit: retry each config alone

@@ -38,12 +38,30 @@ def available_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
-def split_cpus(pin_measure: bool) -> tuple[set[int] | None, set[int] | None]:
-    """(measure cpus, compile cpus): the first CPU for timing, the rest for compiling."""
+ISOLATIONS = ("auto", "pin", "pause", "none")
+
+
+def resolve_isolation(isolation: str) -> str:
+    """``auto``: pin when a spare core pair exists (≥ 4 CPUs), else pause compilation."""
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation must be one of {ISOLATIONS}, got {isolation!r}")
+    if isolation != "auto":
+        return isolation
+    return "pin" if len(available_cpus()) >= 4 else "pause"
+
+
+def split_cpus(isolation: str) -> tuple[set[int] | None, set[int] | None]:
+    """(measure cpus, compile cpus) for ``pin``: the first CPU times, the others compile."""
     cpus = available_cpus()
-    if not pin_measure or len(cpus) < 2:
+    if isolation != "pin" or len(cpus) < 2:
         return None, None
     return {cpus[0]}, set(cpus[1:])
+
+
+def signal_all(pids: list[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
 class WorkerProcess:

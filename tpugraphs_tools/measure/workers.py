@@ -11,7 +11,7 @@ import signal
 import time
 from typing import Any
 
-from tpugraphs_tools.measure.processes import die_with_parent, pin
+from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
     OK,
@@ -117,11 +117,12 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     while True:
         try:
-            batch: list[dict[str, Any]] | None = conn.recv()
+            message: dict[str, Any] | None = conn.recv()
         except (EOFError, OSError):
             return
-        if batch is None:
+        if message is None:
             return
+        batch, pause = message["items"], message.get("pause", [])
         results: list[dict[str, Any]] = []
         timed: list[tuple[dict[str, Any], Any]] = []
         batch_start = time.perf_counter()
@@ -143,15 +144,25 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                               f"default (tolerance {tolerance:.3g})")
                 continue
             timed.append((result, exe))
+        paused = 0.0
         if timed:
-            ref, cands = time_batch(lambda: C.run(base, inputs),
-                                    [lambda e=exe: C.run(e, inputs) for _, exe in timed],
-                                    spec.warmup, spec.repeats)
+            runs = [lambda e=exe: C.run(e, inputs) for _, exe in timed]
+            for _ in range(spec.warmup):  # compile workers keep running during warm-up
+                for fn in [lambda: C.run(base, inputs), *runs]:
+                    fn()
+            stop = time.perf_counter()
+            signal_all(pause, signal.SIGSTOP)
+            try:
+                ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
+            finally:
+                signal_all(pause, signal.SIGCONT)
+                paused = time.perf_counter() - stop if pause else 0.0
             for (result, _), timing in zip(timed, cands, strict=True):
                 result.update(status=OK, timing=timing.as_dict(), default_timing=ref.as_dict())
         busy = time.perf_counter() - batch_start
         for result in results:  # the measurement worker's busy time, shared by the batch
             result["measure_seconds"] = busy / len(results)
+            result["paused_seconds"] = paused
         try:
             conn.send(("results", results))
         except (BrokenPipeError, OSError):
