@@ -45,6 +45,8 @@ def main() -> None:
     parser.add_argument("--finetune-epochs", type=int, default=0)
     parser.add_argument("--prune", action="store_true")
     parser.add_argument("--pad-minus-one", action="store_true")
+    parser.add_argument("--label", default="",
+                        help="qualifies the docs subsection, e.g. 'collected data'")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     data = Path(args.data)
@@ -74,7 +76,7 @@ def main() -> None:
     print(body)
     if args.write:
         text = DOC.read_text() if DOC.exists() else "# Benchmarks\n"
-        mode = "GST" if args.gst else "full-graph"
+        mode = ("GST" if args.gst else "full-graph") + (f", {args.label}" if args.label else "")
         DOC.write_text(replace_subsection(text, "tgt baseline", f"Held-out comparison ({mode})",
                                           body))
 

@@ -97,7 +97,10 @@ def main() -> int:
         "",
         "tgt's measurement busy time includes the default config's runs (one per round per "
         "batch) and the numerics check, which the naive loop does not do; tgt also compiles "
-        "the default twice (measurement worker + reference).",
+        "the default twice (measurement worker + reference). With isolation `pause`, tgt's "
+        "Σ compile is wall time and includes the time compile workers spent stopped during "
+        "timed rounds, so the critical path above is an upper bound. On 2 cores a multi-core "
+        "timed run and a compile cannot both have a core to themselves: see docs/collect.md.",
     ])
     print(body)
     if args.write:
