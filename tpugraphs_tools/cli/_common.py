@@ -13,7 +13,8 @@ from rich.console import Console
 from tpugraphs_tools.errors import TgtError
 
 DEFAULT_DATA = "data/"
-console = Console()
+# Rich falls back to 80 columns when output is piped; tables of ids need more.
+console = Console(width=None if sys.stdout.isatty() else 132)
 err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
