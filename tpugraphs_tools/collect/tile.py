@@ -34,11 +34,11 @@ from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
 from tpugraphs_tools.hlo.proto import text_to_proto
+from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
     NOOP,
     OK,
-    IsolatedMeasurer,
     Job,
     SessionSpec,
     WorkerError,
@@ -61,6 +61,7 @@ class TileOptions:
     rtol: float = 1e-3
     max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
     min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
+    isolation: str = "auto"            # keeps compilation off the timed runs (docs/collect.md)
     space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
 
 
@@ -137,50 +138,72 @@ def _realize(space: KernelConfigSpace, config: KernelConfig, result: dict[str, A
 def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                    configs: list[KernelConfig], progress: Progress = lambda _m: None
                    ) -> _KernelRun:
-    """Default + candidates of one kernel until ``configs_per_kernel`` are measured ok."""
+    """Default + candidates of one kernel until ``configs_per_kernel`` are measured ok.
+
+    Single-setting configs go first; combinations follow in a second pass that skips any
+    combination containing a setting that was a no-op on its own.
+    """
     text = _measure_text(kernel, space)
     spec = SessionSpec(base_text=space.apply(text, configs[0]),
                        options=space.compile_options(configs[0]), backend=opts.backend,
                        seed=opts.seed, warmup=opts.warmup, repeats=opts.repeats, rtol=opts.rtol,
                        dedupe_on_code=True, return_optimized=True)
+    pipeline = PipelineOptions(timeout_s=opts.timeout_s, isolation=opts.isolation)
     run = _KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
-    with IsolatedMeasurer(spec, timeout_s=opts.timeout_s) as measurer:
-        info = dict(measurer.start())
-        known = {info["key"]: 0}
-        default = {"status": OK, "timing": info["timing"], "default_timing": info["timing"],
-                   "realized": info["realized"], "compile_seconds": info["compile_seconds"],
-                   "max_abs_error": 0.0, "optimized_text": info.get("optimized_text")}
-        realized, facts = _realize(space, configs[0], default)
-        run.rows.append(_row(0, configs[0], opts, default, facts))
-        run.feats.append(space.encode(realized))
-        ok, attempts, index = 1, 0, 0
-        noop_settings: set[Any] = set()
-        for config in configs[1:]:
-            if ok >= opts.configs_per_kernel or attempts >= max_attempts:
-                break
-            if len(config.settings) > 1 and noop_settings & set(config.settings):
-                continue  # a combination with a setting that alone changed nothing
-            attempts += 1
-            index += 1
-            try:
-                job = Job(index, space.apply(text, config), options=space.compile_options(config),
-                          known=dict(known))
-            except ConfigError as exc:
-                result: dict[str, Any] = {"status": COMPILE_ERROR, "error": str(exc)}
-            else:
-                result = measurer.measure(job)
-            realized, facts = _realize(space, config, result)
-            if result["status"] == NOOP and len(config.settings) == 1:
-                noop_settings.add(config.settings[0])
-            if result["status"] == OK:
-                known[result["key"]] = index
+    by_index: dict[int, KernelConfig] = {}
+    noop_settings: set[Any] = set()
+    rows: dict[int, dict[str, Any]] = {}
+    feats: dict[int, np.ndarray] = {}
+
+    def record(index: int, result: dict[str, Any]) -> None:
+        config = by_index[index]
+        realized, facts = _realize(space, config, result)
+        if result["status"] == NOOP and len(config.settings) == 1:
+            noop_settings.add(config.settings[0])
+        if result["status"] == OK:
+            if index:
                 facts.update(_effect(result))
-                run.feats.append(space.encode(realized))
-                ok += 1
-            run.rows.append(_row(index, config, opts, result, facts))
-            progress(f"{kernel.name}: config {index} {result['status']}")
+            feats[index] = space.encode(realized)
+        rows[index] = _row(index, config, opts, result, facts)
+        progress(f"{kernel.name}: config {index} {result['status']}")
+
+    def enough() -> bool:
+        return sum(1 for r in rows.values() if r["status"] == OK) >= opts.configs_per_kernel
+
+    with PipelinedMeasurer(spec, pipeline) as measurer:
+        info = measurer.start()
+        known = {info["key"]: 0}
+        by_index[0] = configs[0]
+        record(0, {"status": OK, "timing": info["timing"], "default_timing": info["timing"],
+                   "realized": info["realized"], "compile_seconds": info["compile_seconds"],
+                   "max_abs_error": 0.0, "optimized_text": info.get("optimized_text")})
+        singles = [c for c in configs[1:] if len(c.settings) == 1]
+        combos = [c for c in configs[1:] if len(c.settings) > 1]
+        for phase in (singles, combos):
+            jobs = []
+            for config in phase:
+                if len(by_index) - 1 >= max_attempts:
+                    break
+                if len(config.settings) > 1 and noop_settings & set(config.settings):
+                    continue  # a combination with a setting that alone changed nothing
+                index = len(by_index)
+                by_index[index] = config
+                try:
+                    jobs.append(Job(index, space.apply(text, config),
+                                    options=space.compile_options(config)))
+                except ConfigError as exc:
+                    record(index, {"status": COMPILE_ERROR, "error": str(exc)})
+            if not enough():
+                measurer.run(jobs, known, lambda r: record(r["index"], r), stop=enough)
+            else:
+                for job in jobs:  # never compiled: not part of the data
+                    by_index.pop(job.index)
         run.restarts = measurer.restarts
+    for index in sorted(rows):
+        run.rows.append(rows[index])
+        if index in feats:
+            run.feats.append(feats[index])
     return run
 
 

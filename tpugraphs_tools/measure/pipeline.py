@@ -113,8 +113,12 @@ class PipelinedMeasurer:
 
     # -- the loop --------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job], known: dict[str, int],
-            on_result: Callable[[dict[str, Any]], None]) -> None:
-        """Measure ``jobs``; ``known`` maps dedupe keys to config indices (default → 0)."""
+            on_result: Callable[[dict[str, Any]], None],
+            stop: Callable[[], bool] = lambda: False) -> None:
+        """Measure ``jobs``; ``known`` maps dedupe keys to config indices (default → 0).
+
+        Once ``stop()`` is true no further job is compiled; jobs in flight still finish.
+        """
         self.start()
         todo = deque(jobs)
         compiling: dict[int, _Compiling] = {}       # compiler slot -> job in flight
@@ -125,6 +129,8 @@ class PipelinedMeasurer:
         timeout = self.opts.timeout_s
 
         while todo or compiling or compiled or singles or batch:
+            if todo and stop():
+                todo.clear()
             in_flight = len(compiling) + len(compiled) + len(batch)
             for slot, proc in enumerate(self._compilers):
                 if slot not in compiling and todo and in_flight < self.opts.lookahead:
@@ -171,6 +177,7 @@ class PipelinedMeasurer:
                     elif payload["key"] in known:
                         first = known[payload["key"]]
                         payload.pop("executable", None)
+                        payload.pop("fault", None)
                         on_result({**payload, "status": NOOP if first == 0 else DUPLICATE,
                                    "duplicate_of": first})
                     else:

@@ -57,13 +57,6 @@ def time_batch(reference: Callable[[], object], candidates: list[Callable[[], ob
     return Timing.of(samples[0]), [Timing.of(s) for s in samples[1:]]
 
 
-def time_interleaved(reference: Callable[[], object], candidate: Callable[[], object],
-                     warmup: int = 2, repeats: int = 10) -> tuple[Timing, Timing]:
-    """Time ``reference`` and ``candidate`` alternately (a batch of one)."""
-    ref, (cand,) = time_batch(reference, [candidate], warmup, repeats)
-    return ref, cand
-
-
 def time_alone(fn: Callable[[], object], warmup: int = 2, repeats: int = 10) -> Timing:
     for _ in range(warmup):
         fn()

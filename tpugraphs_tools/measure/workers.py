@@ -37,6 +37,33 @@ def _inject(fault: str | None) -> None:
         raise RuntimeError("injected compile failure")
 
 
+def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
+                     spec: SessionSpec, nodes: list[str]) -> tuple[Any, dict[str, Any], str, str]:
+    """Compile, read the optimized module back: (executable, realized, dedupe key, HLO text).
+
+    The key is (optimized fingerprint, options), or with ``spec.dedupe_on_code`` (optimized
+    fingerprint, generated machine code): then an option that changes nothing is a no-op.
+    """
+    from tpugraphs_tools.hlo.text import parse_hlo_text
+    from tpugraphs_tools.measure import compile as C
+    from tpugraphs_tools.measure.realized import options_key, realized_layouts
+
+    code = None
+    if spec.dedupe_on_code:
+        exe, code = C.compile_with_code_hash(text, signature, options, spec.backend)
+    else:
+        exe = C.compile_text(text, signature, options, spec.backend)
+    optimized_text = exe.hlo_modules()[0].to_string()
+    realized = realized_layouts(parse_hlo_text(optimized_text, source="optimized"), nodes)
+    if spec.dedupe_on_code:
+        realized["code_hash"] = code
+        # No dumped code means library/runtime thunks only: the HLO decides everything.
+        key = options_key(f"{realized['fingerprint']}:{code or 'no-code'}", None)
+    else:
+        key = options_key(realized["fingerprint"], options)
+    return exe, realized, key, optimized_text
+
+
 def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     """Compile jobs, read back the optimized HLO, serialize the executable."""
     die_with_parent()
@@ -44,8 +71,7 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     import jax
 
     from tpugraphs_tools.hlo.text import parse_hlo_text
-    from tpugraphs_tools.measure.compile import compile_text, entry_signature
-    from tpugraphs_tools.measure.realized import options_key, realized_layouts
+    from tpugraphs_tools.measure.compile import entry_signature
 
     signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
     client = jax.devices(spec.backend)[0].client
@@ -61,13 +87,13 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             start = time.perf_counter()
             if job.fault != "crash_run":
                 _inject(job.fault)
-            exe = compile_text(job.text, signature, options, spec.backend)
-            seconds = time.perf_counter() - start
-            optimized = parse_hlo_text(exe.hlo_modules()[0].to_string(), source="optimized")
-            realized = realized_layouts(optimized, job.nodes)
-            payload = {"index": job.index, "compile_seconds": seconds, "realized": realized,
-                       "key": options_key(realized["fingerprint"], options),
-                       "executable": client.serialize_executable(exe), "fault": job.fault}
+            exe, realized, key, optimized_text = compile_and_read(job.text, signature, options,
+                                                                  spec, job.nodes)
+            payload = {"index": job.index, "compile_seconds": time.perf_counter() - start,
+                       "realized": realized, "key": key, "fault": job.fault,
+                       "executable": client.serialize_executable(exe)}
+            if spec.return_optimized:
+                payload["optimized_text"] = optimized_text
             conn.send(("compiled", payload))
         except Exception as exc:
             conn.send(("result", {"index": job.index, "status": COMPILE_ERROR,
@@ -84,7 +110,6 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     from tpugraphs_tools.hlo.text import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
-    from tpugraphs_tools.measure.realized import options_key, realized_layouts
     from tpugraphs_tools.measure.timing import time_alone, time_batch
 
     try:
@@ -92,14 +117,16 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         signature = C.entry_signature(module)
         inputs = C.make_inputs(signature, spec.seed, spec.backend)
         start = time.perf_counter()
-        base = C.compile_text(spec.base_text, signature, spec.options, spec.backend)
+        base, realized, key, optimized_text = compile_and_read(spec.base_text, signature,
+                                                               spec.options, spec, [])
         base_compile = time.perf_counter() - start
         reference = [np.asarray(o) for o in C.run(base, inputs)]
-        realized = realized_layouts(parse_hlo_text(base.hlo_modules()[0].to_string()), [])
         base_time = time_alone(lambda: C.run(base, inputs), spec.warmup, spec.repeats)
-        conn.send(("ready", {"compile_seconds": base_compile, "timing": base_time.as_dict(),
-                             "realized": realized,
-                             "key": options_key(realized["fingerprint"], spec.options)}))
+        ready = {"compile_seconds": base_compile, "timing": base_time.as_dict(),
+                 "realized": realized, "key": key}
+        if spec.return_optimized:
+            ready["optimized_text"] = optimized_text
+        conn.send(("ready", ready))
     except Exception as exc:
         conn.send(("init_error", _message(exc)))
         return
@@ -127,7 +154,8 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         timed: list[tuple[dict[str, Any], Any]] = []
         batch_start = time.perf_counter()
         for item in batch:
-            result = {k: item[k] for k in ("index", "compile_seconds", "realized", "key")}
+            result = {k: item[k] for k in ("index", "compile_seconds", "realized", "key",
+                                           "optimized_text") if k in item}
             results.append(result)
             if item.get("fault") == "crash_run":
                 os.kill(os.getpid(), signal.SIGSEGV)
