@@ -2,13 +2,13 @@
 
 Every kernel (fusion or heavy op) of the optimized entry becomes its own graph
 (``collect/kernels.py``), linked to its parent by ``parent_graph_id``/``parent_instruction``.
-Each kernel is measured in its own worker process (``measure/worker.py``): the default config
-first, then the space's candidates, each timed interleaved with the default in the same
+Each kernel is measured by the pipelined engine (``measure/pipeline.py``): the default config
+first, then the space's candidates, each timed in rounds with the default in the same
 process. ``config_runtime`` is the config's minimum and ``config_runtime_normalizers`` the
 default's minimum *in the same window*, so their ratio is the drift-free relative runtime
 TpuGraphs' tile target asks for (docs/tile-collection.md).
 
-No-ops: the worker dedupes on (optimized HLO fingerprint, hash of the generated machine code),
+No-ops: the engine dedupes on (optimized HLO fingerprint, hash of the generated machine code),
 so a config whose options change neither is ``noop`` and never timed, whatever its options say.
 """
 
