@@ -115,8 +115,16 @@ def compiled_source(item: CollectItem, backend: str | None) -> tuple[HloSource, 
 
 def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
                   summary: CollectSummary, progress: Progress) -> None:
-    """Every kernel of one program's optimized module, committed together."""
+    """Every kernel of one program's optimized module, committed together (a rerun skips a
+    program whose kernels are in the dataset; a killed run re-measures that program only)."""
     unoptimized = build_graph(item, backend)
+    graphs = dataset.graphs()
+    done = graphs.filter((pl.col("collection") == "tile")
+                         & (pl.col("parent_graph_id") == unoptimized.graph_id))
+    if done.height:  # kernels of a program are committed together: present means complete
+        summary.skipped.extend(done["graph_id"].to_list())
+        summary.graphs.extend(done.to_dicts())
+        return
     src, program, args = compiled_source(item, backend)
     opts = replace(item.tile or TileOptions(), backend=backend)
     result = collect_tile(src, program=program, program_args=args,

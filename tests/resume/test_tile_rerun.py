@@ -1,0 +1,24 @@
+"""A tile collection rerun skips programs whose kernels are already committed."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
+from tpugraphs_tools.collect.tile import TileOptions
+from tpugraphs_tools.programs import ProgramArgs
+
+
+def test_second_tile_run_measures_nothing(tmp_path):
+    item = CollectItem(program="resnet18", program_args=ProgramArgs(preset="tiny"),
+                       collection="tile",
+                       tile=TileOptions(configs_per_kernel=2, max_kernels=2, repeats=2,
+                                        warmup=0))
+    request = CollectRequest(items=[item], out=str(tmp_path / "data"))
+    first = collect(request)
+    assert first.graphs and not first.skipped
+    configs_before = pl.read_parquet(tmp_path / "data" / "configs.parquet")
+    second = collect(request)
+    assert sorted(second.skipped) == sorted(g["graph_id"] for g in first.graphs)
+    assert not second.tiles
+    assert pl.read_parquet(tmp_path / "data" / "configs.parquet").equals(configs_before)
