@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import sys
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -21,3 +22,9 @@ def write_section(title: str, body: str, command: str) -> None:
         text = text.rstrip() + "\n\n" + section
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(text)
+
+
+def record(title: str, body: str) -> None:
+    """``write_section`` with the command line that is running now."""
+    command = " ".join(["python", f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    write_section(title, body, command)

@@ -57,11 +57,9 @@ def main() -> int:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from _doc import write_section
+        from _doc import record  # bench/ is on sys.path when run as a script
 
-        write_section("tgt baseline on collected data", body,
-                      "python bench/bench_baseline_cv.py " + " ".join(sys.argv[1:]))
+        record("tgt baseline on collected data", body)
     return 0
 
 

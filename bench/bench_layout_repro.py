@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 
 import numpy as np
@@ -106,11 +105,9 @@ def main() -> int:
     body = "\n".join(lines)
     print(body)
     if args.write:
-        sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
-        from _doc import write_section
+        from _doc import record  # bench/ is on sys.path when run as a script
 
-        write_section("Layout collection reproducibility", body,
-                      "python bench/bench_layout_repro.py " + " ".join(sys.argv[1:]))
+        record("Layout collection reproducibility", body)
     return 0
 
 

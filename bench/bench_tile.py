@@ -108,11 +108,9 @@ def main() -> int:
     text = note + "\n\n" + "\n".join(body)
     print(text)
     if a.write:
-        sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-        from _doc import write_section
+        from _doc import record  # bench/ is on sys.path when run as a script
 
-        write_section("Tile collection", text, "python bench/bench_tile.py " + " ".join(
-            sys.argv[1:]).replace(" --write", "").strip())
+        record("Tile collection", text)
     return 0
 
 

@@ -11,9 +11,7 @@ framework overhead over its critical path max(Σ measurement busy, Σ compile / 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 
 def naive_loop(src, configs, space, repeats: int, warmup: int) -> tuple[float, float, float]:
@@ -104,11 +102,9 @@ def main() -> int:
     ])
     print(body)
     if args.write:
-        sys.path.insert(0, str(Path(__file__).parent))
-        from _doc import write_section
+        from _doc import record  # bench/ is on sys.path when run as a script
 
-        write_section("Collection throughput", body,
-                      "python bench/collect_throughput.py " + " ".join(sys.argv[1:]))
+        record("Collection throughput", body)
     return 0
 
 
