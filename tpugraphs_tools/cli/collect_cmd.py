@@ -161,22 +161,22 @@ def _print_tile_summary(label: str, s: dict) -> None:
                       f"({top['effect_cv']:.1f} CV) on {top['parent_instruction']} with "
                       f"{top['config']}")
     if s.get("best_speedup"):
-        table.add_row("best speed-up / worst slowdown",
-                      f"{s['best_speedup']:.3f}× / {s['worst_slowdown']:.3f}×")
+        table.add_row("fastest / slowest config ÷ default",
+                      f"{1 / s['best_speedup']:.3f}× / {s['worst_slowdown']:.3f}×")
     console.print(table)
 
 
 def _print_config_summary(summaries: dict[str, dict]) -> None:
     table = Table(title="layout configs")
-    for col in ("graph_id", "configs", "ok", "no-op", "duplicate", "errors", "best speed-up",
-                "worst slowdown"):
+    for col in ("graph_id", "configs", "ok", "no-op", "duplicate", "errors",
+                "fastest ÷ default", "slowest ÷ default"):
         table.add_column(col, justify="left" if col == "graph_id" else "right", overflow="fold",
                          min_width=24 if col == "graph_id" else None)
     for graph_id, s in summaries.items():
         status = s["status"]
         errors = {k: v for k, v in status.items() if k not in ("ok", "noop", "duplicate")}
         detail = ", ".join(f"{k} {v}" for k, v in errors.items())
-        best = f"{s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
+        best = f"{1 / s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
         worst = f"{s['worst_slowdown']:.3f}×" if s["worst_slowdown"] else "-"
         table.add_row(graph_id, str(s["configs"]), str(status.get("ok", 0)),
                       str(status.get("noop", 0)), str(status.get("duplicate", 0)),
