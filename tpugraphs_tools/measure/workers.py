@@ -175,7 +175,8 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         paused = 0.0
         if timed:
             runs = [lambda e=exe: C.run(e, inputs) for _, exe in timed]
-            for _ in range(spec.warmup):  # compile workers keep running during warm-up
+            # The numerics check above already ran each config once: it is the first warm-up.
+            for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
                 for fn in [lambda: C.run(base, inputs), *runs]:
                     fn()
             stop = time.perf_counter()
