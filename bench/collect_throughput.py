@@ -94,8 +94,8 @@ def main() -> int:
         "default config's compile + timing in each worker).",
         "",
         "tgt's measurement busy time includes the default config's runs (one per round per "
-        "batch) and the numerics check, which the naive loop does not do; tgt also compiles "
-        "the default twice (measurement worker + reference). With isolation `pause`, tgt's "
+        "batch) and the numerics check, which the naive loop does not do; tgt's Σ compile includes "
+        "the default config's compile in the measurement worker. With isolation `pause`, tgt's "
         "Σ compile is wall time and includes the time compile workers spent stopped during "
         "timed rounds, so the critical path above is an upper bound. On 2 cores a multi-core "
         "timed run and a compile cannot both have a core to themselves: see docs/collect.md.",

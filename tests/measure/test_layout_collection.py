@@ -50,7 +50,8 @@ def test_noop_crash_duplicate_and_real_configs(convnet_source):
     assert [r["npz_row"] for r in rows if r["status"] == "ok"] == [0, 1, 2]
     for r in rows:
         if r["status"] == "ok":
-            assert r["runtime_min_ns"] > 0 and r["max_abs_error"] <= 1e-3 * 100
+            # a layout changes where values live, not what they are
+            assert r["runtime_min_ns"] > 0 and r["max_abs_error"] < 1e-3
 
 
 def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
+from tpugraphs_tools.collect.run import CollectItem, CollectRequest, build_graph, collect
 from tpugraphs_tools.collect.tile import TileOptions
 from tpugraphs_tools.programs import ProgramArgs
 
@@ -17,6 +17,9 @@ def test_second_tile_run_measures_nothing(tmp_path):
     request = CollectRequest(items=[item], out=str(tmp_path / "data"))
     first = collect(request)
     assert first.graphs and not first.skipped
+    # kernels point at the id the whole program's layout graph gets
+    parent = build_graph(item, None).graph_id
+    assert {g["parent_graph_id"] for g in first.graphs} == {parent}
     configs_before = pl.read_parquet(tmp_path / "data" / "configs.parquet")
     second = collect(request)
     assert sorted(second.skipped) == sorted(g["graph_id"] for g in first.graphs)

@@ -117,9 +117,9 @@ def test_tile_graph_without_configs_has_only_tile_keys(resnet18):
     src, _ = resnet18
     kernel = extract_kernels(src.module, max_kernels=1).kernels[0]
     graph = featurize(kernel.module)
-    collected = CollectedGraph("g", src, graph, {"collection": "tile"})
+    collected = CollectedGraph(src, graph, {"graph_id": "g", "collection": "tile"})
     arrays = collected.arrays()
     assert set(arrays) == TILE_KEYS
     assert arrays["config_feat"].shape == (0, 24)
-    layout = CollectedGraph("g", src, graph, {"collection": "layout"}).arrays()
+    layout = CollectedGraph(src, graph, {"graph_id": "g", "collection": "layout"}).arrays()
     assert "node_config_ids" in layout and "node_config_feat" in layout

@@ -21,11 +21,14 @@ from tpugraphs_tools.store.manifest import jax_versions
 
 @dataclass
 class CollectedGraph:
-    graph_id: str
     source: HloSource
     graph: Graph
     row: dict[str, Any]
     config_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def graph_id(self) -> str:
+        return self.row["graph_id"]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Every npz key: the graph's, plus config arrays (empty until configs are measured).
@@ -81,7 +84,7 @@ def collect_source(src: HloSource, *, program: str, program_args: dict[str, Any]
     row = graph_row(src, graph, program=program, program_args=program_args,
                     collection=collection, backend=platform, device_kind=kind,
                     config_space="layout" if collection == "layout" else None)
-    return CollectedGraph(row["graph_id"], src, graph, row)
+    return CollectedGraph(src, graph, row)
 
 
 def lower_program(name: str, args: Any) -> tuple[Any, HloSource]:

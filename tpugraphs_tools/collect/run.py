@@ -26,9 +26,9 @@ from tpugraphs_tools.collect.journal import ConfigJournal
 from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.hlo import HloSource, from_compiled, from_file
+from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file
 from tpugraphs_tools.measure.compile import compile_hlo_source
-from tpugraphs_tools.store import Dataset
+from tpugraphs_tools.store import Dataset, make_graph_id
 
 Progress = Callable[[str], None]
 
@@ -101,34 +101,36 @@ def committed_rows(dataset: Dataset, graph_id: str, header: dict[str, Any]
     return rows
 
 
-def compiled_source(item: CollectItem, backend: str | None) -> tuple[HloSource, str, dict]:
-    """(optimized module, program name, program args) for a tile collection item."""
+def tile_sources(item: CollectItem, backend: str | None
+                 ) -> tuple[HloSource, Callable[[], HloSource], str, dict[str, Any]]:
+    """(un-optimized module, its optimized module on demand, program, args) of a tile item;
+    the program is lowered once and compiled only if its kernels are still to be measured."""
     if item.hlo is not None:
         src = from_file(item.hlo)
-        if src.stage != "optimized":
-            src = compile_hlo_source(src, backend)
-        return src, src.module.name, {"file": item.hlo}
+        return (src, lambda: compile_hlo_source(src, backend), src.module.name,
+                {"file": item.hlo})
     args = resolve_args(item.program, item.program_args)
     lowered, src = lower_program(item.program, args)
-    return from_compiled(lowered.compile(), origin=src.origin), src.origin, args.as_dict()
+    return (src, lambda: from_compiled(lowered.compile(), origin=src.origin), src.origin,
+            args.as_dict())
 
 
 def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
                   summary: CollectSummary, progress: Progress) -> None:
     """Every kernel of one program's optimized module, committed together (a rerun skips a
     program whose kernels are in the dataset; a killed run re-measures that program only)."""
-    unoptimized = build_graph(item, backend)
+    unoptimized, optimize, program, args = tile_sources(item, backend)
+    parent_id = make_graph_id(program, fingerprint(unoptimized.module))
     graphs = dataset.graphs()
     done = graphs.filter((pl.col("collection") == "tile")
-                         & (pl.col("parent_graph_id") == unoptimized.graph_id))
+                         & (pl.col("parent_graph_id") == parent_id))
     if done.height:  # kernels of a program are committed together: present means complete
         summary.skipped.extend(done["graph_id"].to_list())
         summary.graphs.extend(done.to_dicts())
         return
-    src, program, args = compiled_source(item, backend)
     opts = replace(item.tile or TileOptions(), backend=backend)
-    result = collect_tile(src, program=program, program_args=args,
-                          parent_graph_id=unoptimized.graph_id, opts=opts,
+    result = collect_tile(optimize(), program=program, program_args=args,
+                          parent_graph_id=parent_id, opts=opts,
                           progress=lambda msg: progress(f"{item.label}: {msg}"))
     write_graphs(dataset, [g for g, _ in result.graphs],
                  configs={g.graph_id: rows for g, rows in result.graphs})

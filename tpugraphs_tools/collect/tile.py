@@ -265,7 +265,7 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
         row.update(graph_id=tile_graph_id(program, kernel.fingerprint),
                    parent_graph_id=parent_graph_id, parent_instruction=kernel.name,
                    num_configurable=0, num_configs=int(arrays["config_runtime"].shape[0]))
-        collected = CollectedGraph(row["graph_id"], src, graph, row, arrays)
+        collected = CollectedGraph(src, graph, row, arrays)
         graphs.append((collected, run.rows))
         if len(kernel.instances) > 1:
             instances[row["graph_id"]] = kernel.instances

@@ -111,7 +111,3 @@ class LayoutConfig:
             out.setdefault(t.node, {})[SLOTS[t.slot]] = list(layout)
         return out
 
-
-def validate_layout(layout: Layout, rank: int) -> None:
-    if sorted(layout) != list(range(rank)):
-        raise ValueError(f"{layout} is not a permutation of the {rank} dims")
