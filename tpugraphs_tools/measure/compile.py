@@ -49,6 +49,27 @@ def _xla_shape(shape: Shape) -> Any:
     return xc.Shape.array_shape(numpy_dtype(shape.element_type), shape.dims, layout)
 
 
+def _leaves(shape: Shape) -> list[Shape]:
+    if not shape.is_tuple:
+        return [shape]
+    return [leaf for s in shape.tuple_shapes for leaf in _leaves(s)]
+
+
+def result_layout(shape: Shape) -> Any:
+    """The entry result as the compiled program returns it: a flat tuple of its array leaves.
+
+    The route through MLIR flattens nested result tuples and returns a 1-element tuple as its
+    element, so the stated tuple shape itself would be refused ("not compatible with result
+    shape").
+    """
+    from jax._src.lib import xla_client as xc
+
+    leaves = _leaves(shape)
+    if len(leaves) == 1:
+        return _xla_shape(leaves[0])
+    return xc.Shape.tuple_shape([_xla_shape(s) for s in leaves])
+
+
 @dataclass(frozen=True)
 class EntrySignature:
     parameters: tuple[Shape, ...]
@@ -77,7 +98,7 @@ def compile_text(text: str, signature: EntrySignature, options: dict[str, Any] |
     device = jax.devices(backend)[0]
     opts = xc.CompileOptions()
     opts.argument_layouts = [_xla_shape(s) for s in signature.parameters]
-    opts.executable_build_options.result_layout = _xla_shape(signature.result)
+    opts.executable_build_options.result_layout = result_layout(signature.result)
     if options:
         opts.env_option_overrides = [(k, _option_value(v)) for k, v in options.items()]
     return device.client.compile_and_load(mlir, xc.DeviceList((device,)), opts)
