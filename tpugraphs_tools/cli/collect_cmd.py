@@ -72,7 +72,9 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
             address: str | None) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
 
-    Killed at any point, the same command resumes where it stopped.
+    Killed at any point, the same command resumes where it stopped. Exit status: 0 all
+    measured, 1 error (nothing half-written), 3 partial: a graph whose default config the
+    backend cannot compile or run is stored with `default_failed` config rows saying why.
 
     \b
     Examples:
@@ -115,6 +117,15 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
     summary = _run(request, executor, address)
     _print_summary(summary)
+    if summary.partial:
+        from tpugraphs_tools.collect.failures import EXIT_PARTIAL
+
+        for what, reason in summary.unmeasured.items():
+            console.print(f"[yellow]partial:[/] {what}: {reason}", highlight=False)
+        console.print(f"[yellow]partial:[/] {len(summary.unmeasured)} item(s) stored without "
+                      f"measured configs (exit status {EXIT_PARTIAL}); the other items are "
+                      "complete", highlight=False)
+        raise SystemExit(EXIT_PARTIAL)
 
 
 def _run(request: Any, executor: str, address: str | None) -> Any:

@@ -15,6 +15,12 @@ from typing import Any
 
 import polars as pl
 
+from tpugraphs_tools.collect.failures import (
+    failure_reason,
+    no_empty_out,
+    store_unmeasured,
+    unmeasured_reason,
+)
 from tpugraphs_tools.collect.graphs import (
     CollectedGraph,
     collect_hlo_file,
@@ -28,6 +34,7 @@ from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file
 from tpugraphs_tools.measure.compile import compile_hlo_source
+from tpugraphs_tools.measure.worker import WorkerError
 from tpugraphs_tools.store import Dataset, make_graph_id
 
 Progress = Callable[[str], None]
@@ -63,6 +70,13 @@ class CollectSummary:
     configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # graph_id -> summary
     skipped: list[str] = field(default_factory=list)                  # already complete
     tiles: dict[str, dict[str, Any]] = field(default_factory=dict)    # item -> tile summary
+    # graph id (or item) -> why none of its configs could be measured (collect/failures.py)
+    unmeasured: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        """Something was stored without measurements: the CLI exits with EXIT_PARTIAL."""
+        return bool(self.unmeasured)
 
 
 def resolve_args(name: str, requested: Any) -> Any:
@@ -129,7 +143,13 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
         summary.graphs.extend(done.to_dicts())
         return
     opts = replace(item.tile or TileOptions(), backend=backend)
-    result = collect_tile(optimize(), program=program, program_args=args,
+    try:
+        optimized = optimize()
+    except Exception as exc:  # XLA's own errors (no kernels without the optimized module)
+        summary.unmeasured[item.label] = failure_reason(
+            exc, unoptimized.module, backend or "the default backend", what="program")
+        return
+    result = collect_tile(optimized, program=program, program_args=args,
                           parent_graph_id=parent_id, opts=opts,
                           progress=lambda msg: progress(f"{item.label}: {msg}"))
     write_graphs(dataset, [g for g, _ in result.graphs],
@@ -153,6 +173,9 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptio
     header = layout.journal_header()
     committed = committed_rows(dataset, collected.graph_id, header)
     if committed is not None and len(committed) >= layout.configs:
+        reason = unmeasured_reason(committed.values())
+        if reason is not None:  # a rerun still reports the graph as unmeasured
+            summary.unmeasured[collected.graph_id] = reason
         summary.skipped.append(collected.graph_id)
         summary.graphs.append(dataset.graph_row(collected.graph_id))
         return None
@@ -161,6 +184,11 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptio
 
 
 def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> CollectSummary:
+    with no_empty_out(request.out):
+        return _collect(request, progress)
+
+
+def _collect(request: CollectRequest, progress: Progress) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     summary = CollectSummary(dataset=str(Path(request.out)))
     for item in request.items:
@@ -173,10 +201,14 @@ def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> 
         if work is None:
             continue
         layout, journal, done = work
-        result = collect_layout_configs(
-            collected.source.text, collected.source.module,
-            replace(layout, backend=request.backend), done=done, on_row=journal.append,
-            progress=lambda i, n, label=item.label: progress(f"{label}: config {i}/{n}"))
+        try:
+            result = collect_layout_configs(
+                collected.source.text, collected.source.module,
+                replace(layout, backend=request.backend), done=done, on_row=journal.append,
+                progress=lambda i, n, label=item.label: progress(f"{label}: config {i}/{n}"))
+        except WorkerError as exc:
+            store_unmeasured(dataset, collected, layout, journal, summary, exc)
+            continue
         collected.config_arrays = result.arrays
         collected.row["num_configs"] = int(result.arrays["config_runtime"].shape[0])
         write_graphs(dataset, [collected], configs={collected.graph_id: result.rows})

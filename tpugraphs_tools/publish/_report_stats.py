@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result")
+ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result",
+                  "default_failed")
 SKIPPED_STATUSES = ("noop", "duplicate")
 STATUS_ORDER = ("ok", *SKIPPED_STATUSES, *ERROR_STATUSES)
 

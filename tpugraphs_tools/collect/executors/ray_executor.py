@@ -15,6 +15,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from tpugraphs_tools.collect.failures import (
+    failure_reason,
+    no_empty_out,
+    unmeasured_reason,
+    unmeasured_rows,
+)
 from tpugraphs_tools.collect.graphs import write_graphs
 from tpugraphs_tools.collect.layout import LayoutOptions, arrays_from_rows, collect_layout_configs
 from tpugraphs_tools.collect.run import (
@@ -26,6 +32,7 @@ from tpugraphs_tools.collect.run import (
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.errors import TgtError
 from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.measure.worker import WorkerError
 from tpugraphs_tools.store import Dataset
 
 
@@ -39,7 +46,12 @@ def measure_chunk(text: str, opts: LayoutOptions, indices: list[int]) -> list[di
     space = layout_space(module)
     configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
     chosen = [0, *[i for i in indices if i != 0]]
-    result = collect_layout_configs(text, module, opts, configs=[configs[i] for i in chosen])
+    try:
+        result = collect_layout_configs(text, module, opts, configs=[configs[i] for i in chosen])
+    except WorkerError as exc:  # the graph is still stored, with the reason (failures.py)
+        reason = failure_reason(exc, module, opts.backend or "the default backend")
+        return unmeasured_rows([configs[i].to_json(space) for i in indices], opts.strategy,
+                               opts.seed, reason, indices)
     rows = []
     for local, row in enumerate(result.rows):
         if local == 0 and 0 not in indices:
@@ -62,6 +74,12 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(num_cpus=num_cpus, max_retries=1)(measure_chunk)
+    with no_empty_out(request.out):
+        return _collect(ray, remote, request, chunk_size, progress, started_here)
+
+
+def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
+             progress: Callable[[str], None], started_here: bool) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     summary = CollectSummary(dataset=str(request.out))
     try:
@@ -114,5 +132,8 @@ def _commit(dataset: Dataset, state: dict[str, Any], summary: CollectSummary) ->
     collected.row["num_configs"] = int(arrays["config_runtime"].shape[0])
     write_graphs(dataset, [collected], configs={collected.graph_id: rows})
     state["journal"].remove()
+    reason = unmeasured_reason(rows)
+    if reason is not None:
+        summary.unmeasured[collected.graph_id] = reason
     summary.configs[collected.graph_id] = row_summary
     summary.graphs.append(collected.row)

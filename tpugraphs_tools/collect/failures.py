@@ -1,0 +1,127 @@
+"""When nothing of a graph can be measured: keep the graph, record why, exit "partial".
+
+A module whose default config cannot be compiled or run on the backend (collectives, host
+transfers, send/recv, custom-calls the backend lacks) still featurizes: its graph and HLO are
+stored with one ``default_failed`` config row per requested config, each carrying the reason,
+so nothing already computed is lost and the dataset says what happened. ``tgt collect`` then
+exits with :data:`EXIT_PARTIAL`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from tpugraphs_tools.hlo.module import Module
+
+DEFAULT_FAILED = "default_failed"
+EXIT_PARTIAL = 3  # documented in README.md and docs/collect.md
+
+# Opcodes a single-device CPU run commonly cannot execute; named in the one-line reason.
+_TRANSFER_OPCODES = ("send", "recv", "send-done", "recv-done", "infeed", "outfeed")
+_COLLECTIVE_PREFIXES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                        "collective-permute", "collective-broadcast", "ragged-all-to-all")
+
+
+def suspects(module: Module) -> list[str]:
+    """What in ``module`` a backend may lack: transfers, collectives, custom-call targets,
+    host execution threads (deduplicated, in module order)."""
+    found: dict[str, None] = {}
+    for _comp, inst in module.instructions():
+        op = inst.opcode
+        if op in _TRANSFER_OPCODES or op.startswith(_COLLECTIVE_PREFIXES):
+            found[op] = None
+        elif op == "custom-call":
+            target = inst.attrs.get("custom_call_target", "?").strip('"')
+            found[f"custom-call {target}"] = None
+        if any("execution_thread" in k and "host" in v for k, v in inst.attrs.items()):
+            found["host execution thread"] = None
+    return list(found)
+
+
+def failure_reason(error: BaseException | str, module: Module, backend: str,
+                   what: str = "default config") -> str:
+    """One line: the backend, XLA's first line of the error, and what in the module may be
+    the cause."""
+    text = str(error).strip()
+    for prefix in ("default config failed: ",):
+        text = text.removeprefix(prefix)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "unknown error")
+    if len(first) > 300:
+        first = first[:300] + "…"
+    found = suspects(module)
+    hint = f" (module uses {', '.join(found[:6])})" if found else ""
+    return f"{what} cannot be compiled or run on {backend}: {first}{hint}"
+
+
+def unmeasured_rows(configs: list[dict[str, Any]], strategy: str, seed: int, reason: str,
+                    indices: list[int] | None = None) -> list[dict[str, Any]]:
+    """One ``default_failed`` row per requested config (``configs``: JSON-ready dicts, at
+    config indices ``indices``, default 0, 1, ...; index 0 is the default), so the dataset
+    holds the request and its outcome."""
+    indices = list(range(len(configs))) if indices is None else indices
+    return [{"config_index": i, "strategy": strategy, "seed": seed, "is_default": i == 0,
+             "status": DEFAULT_FAILED, "config": json.dumps(config, sort_keys=True),
+             "error_message": reason} for i, config in zip(indices, configs, strict=True)]
+
+
+def unmeasured_reason(rows: Iterable[dict[str, Any]]) -> str | None:
+    """The stored reason when every committed row of a graph is ``default_failed``."""
+    rows = list(rows)
+    if rows and all(r.get("status") == DEFAULT_FAILED for r in rows):
+        return rows[0].get("error_message") or "default config failed"
+    return None
+
+
+def layout_config_json(module: Module, count: int, strategy: str, seed: int
+                       ) -> list[dict[str, Any]]:
+    """The layout configs a collection of ``module`` would have measured, as JSON dicts."""
+    from tpugraphs_tools.configs import generate_configs, layout_space
+
+    space = layout_space(module)
+    return [c.to_json(space) for c in generate_configs(space, count, strategy, seed)]
+
+
+def _holds_files(root: Path) -> bool:
+    return any(p.is_file() or p.is_symlink() for p in root.rglob("*"))
+
+
+@contextlib.contextmanager
+def no_empty_out(out: str | Path) -> Iterator[None]:
+    """Remove ``out`` again if this run created it and a failure left no file in it."""
+    root = Path(out).absolute()
+    top = None  # the outermost folder this run will create (parents included)
+    for folder in (root, *root.parents):
+        if folder.exists():
+            break
+        top = folder
+    try:
+        yield
+    except BaseException:
+        if top is not None and top.is_dir() and not _holds_files(top):
+            shutil.rmtree(top, ignore_errors=True)
+        raise
+
+
+def store_unmeasured(dataset: Any, collected: Any, layout: Any, journal: Any, summary: Any,
+                     error: BaseException) -> None:
+    """Commit a graph whose default config failed, with a ``default_failed`` row per config
+    (the graph then counts as complete: rerunning the same command does not retry it)."""
+    from tpugraphs_tools.collect.graphs import write_graphs
+
+    module = collected.source.module
+    reason = failure_reason(error, module, collected.row.get("backend") or "this backend")
+    try:
+        configs = layout_config_json(module, layout.configs, layout.strategy, layout.seed)
+    except Exception:  # the default alone still records the request
+        configs = [{}]
+    rows = unmeasured_rows(configs, layout.strategy, layout.seed, reason)
+    collected.row["num_configs"] = 0
+    write_graphs(dataset, [collected], configs={collected.graph_id: rows})
+    journal.remove()
+    summary.unmeasured[collected.graph_id] = reason
+    summary.graphs.append(collected.row)
