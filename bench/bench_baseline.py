@@ -55,6 +55,7 @@ def main() -> None:
                                 configs=32, seed=args.seed)
     opts = BaselineOptions(
         hidden=args.hidden, layers=args.layers, segment_nodes=args.segment_nodes,
+        holdout="programs",
         train=TrainConfig(epochs=args.epochs, lr=args.lr, seed=args.seed, gst=args.gst,
                           finetune_epochs=args.finetune_epochs),
         prepare=PrepareOptions(prune=args.prune, pad_minus_one=args.pad_minus_one,

@@ -32,10 +32,10 @@ def main() -> int:
     pooled: list[dict] = []
     for seed in seeds:
         opts = BaselineOptions(train=TrainConfig(epochs=args.epochs, lr=2e-3, seed=seed),
-                               prepare=PrepareOptions(seed=seed))
+                               prepare=PrepareOptions(seed=seed), holdout="programs")
         report = run_baseline(Path(args.data), opts)
         for collection in report["collections"].values():
-            for graph in collection["per_graph"]:
+            for graph in collection["evaluations"]["by-program"]["per_graph"]:
                 if graph["split"] in ("valid", "test") and graph["model"].get("kendall_tau") \
                         is not None:
                     pooled.append({**graph, "seed": seed})

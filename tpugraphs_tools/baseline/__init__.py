@@ -22,7 +22,8 @@ from tpugraphs_tools.baseline.metrics import (
 )
 from tpugraphs_tools.baseline.model import CostModel, ModelConfig
 from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions
-from tpugraphs_tools.baseline.run import BaselineOptions, run_baseline, write_report
+from tpugraphs_tools.baseline.report import save_report, write_report
+from tpugraphs_tools.baseline.run import BaselineOptions, NothingToScore, run_baseline
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "GraphSource",
     "Item",
     "ModelConfig",
+    "NothingToScore",
     "PrepareOptions",
     "PreparedGraph",
     "RankingLoss",
@@ -55,6 +57,7 @@ __all__ = [
     "pack",
     "pairwise_hinge",
     "run_baseline",
+    "save_report",
     "slowdown",
     "top_k_error",
     "write_report",

@@ -1,4 +1,4 @@
-"""Markdown for results: a report's comparison table and in-place doc subsection updates.
+"""Markdown for results: a report's tables, the whole report, and doc subsection updates.
 
 Benchmarks write into ``docs/benchmarks.md``; each benchmark owns one ``### `` subsection of a
 ``## `` section, so two benchmarks can share a section without overwriting each other.
@@ -21,23 +21,60 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}"
 
 
+def evaluation_title(name: str, evaluation: dict[str, Any]) -> str:
+    """One line saying what was held out: programs (graphs per split) or configs."""
+    g = evaluation["graphs"]
+    if evaluation.get("holdout") == "configs":
+        c = evaluation["configs"]
+        return (f"{name}, held-out configs within each graph: {g['test']} graph(s), "
+                f"{c['train']} train / {c['held_out']} held-out configs, split "
+                f"{evaluation['split_method']}")
+    return (f"{name}, held-out programs: {g['train']}/{g['valid']}/{g['test']} "
+            f"train/valid/test graphs, split {evaluation['split_method']}")
+
+
+def evaluations(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(collection name, evaluation) pairs in report order."""
+    return [(name, ev) for name, section in report["collections"].items()
+            for ev in section["evaluations"].values()]
+
+
 def results_markdown(report: dict[str, Any]) -> str:
-    """One table per collection: split × method rows (model first, then trivial rankers)."""
+    """One table per collection and evaluation: split × method rows (model first)."""
     out = []
-    for name, section in report["collections"].items():
-        g = section["graphs"]
-        out.append(f"**{name}** — {g['train']} train / {g['valid']} valid / {g['test']} test "
-                   f"graphs, split {section['split_method']}, training "
-                   f"{section['train']['seconds']:.1f} s.\n")
+    for name, ev in evaluations(report):
+        out.append(f"**{evaluation_title(name, ev)}**, training {ev['train']['seconds']:.1f} s.\n")
         out.append("| split | method | graphs | " + " | ".join(c for c, _ in COLUMNS) + " |")
         out.append("|---|---|---:|" + "---:|" * len(COLUMNS))
-        for split, methods in section["results"].items():
+        for split, methods in ev["results"].items():
             for method, values in methods.items():
                 cells = " | ".join(_fmt(values.get(k)) for _, k in COLUMNS)
                 label = f"**{method}**" if method == "model" else method
                 out.append(f"| {split} | {label} | {int(values.get('graphs', 0))} | {cells} |")
         out.append("")
     return "\n".join(out)
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """The whole report for a reader: what was scored, how it was split, versions, notes."""
+    split = report["split"]
+    versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v)
+    lines = [f"# tgt baseline report: {report['source']}", "",
+             f"- tgt {report['tgt_version']}; {versions}",
+             f"- programs split {split['policy']} "
+             f"{'/'.join(f'{r:g}' for r in split['ratios'])} (seed {split['seed']}); "
+             f"within each graph {split['within_graph_share']:g} of the configs held out "
+             f"(graphs with ≥ {split['within_graph_min_configs']} configs)",
+             f"- model {report['options']['model']}, {report['options']['train']['epochs']} "
+             f"epochs, loss {report['options']['train']['loss']}", "",
+             results_markdown(report)]
+    for name, reason in report.get("skipped", {}).items():
+        lines.append(f"- {name}: not scored: {reason}")
+    for name, section in report["collections"].items():
+        notes = section["notes"] + [n for ev in section["evaluations"].values()
+                                    for n in ev["notes"]]
+        lines.extend(f"- {name}: {n}" for n in notes)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def replace_subsection(text: str, section: str, subsection: str, body: str) -> str:

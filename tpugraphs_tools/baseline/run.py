@@ -1,12 +1,14 @@
 """``run_baseline``: source → splits → prepared graphs → train → held-out metrics → report.
 
-Each collection (layout / tile, or each TpuGraphs sub-collection) gets its own model.
+Each collection (layout / tile, or each TpuGraphs sub-collection) gets its own models: one
+trained on the train programs and scored on unseen programs (when the split has them), one
+trained on a seeded share of every graph's configs and scored on the rest (``holdout.py``), so
+a single collected program is scored too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable
@@ -18,6 +20,7 @@ import numpy as np
 
 from tpugraphs_tools import __version__
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource, open_source
+from tpugraphs_tools.baseline.holdout import DEFAULT_SHARE, MIN_CONFIGS, holdout_views
 from tpugraphs_tools.baseline.metrics import graph_metrics, mean_metrics
 from tpugraphs_tools.baseline.model import ModelConfig
 from tpugraphs_tools.baseline.prepare import (
@@ -28,14 +31,17 @@ from tpugraphs_tools.baseline.prepare import (
     finalize,
     load_raw,
 )
+from tpugraphs_tools.baseline.report import versions
 from tpugraphs_tools.baseline.splits import assign_splits
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 from tpugraphs_tools.baseline.trivial import trivial_metrics
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.partition import dense_relabel, load_partition, partition_graph
+from tpugraphs_tools.publish._splits import DEFAULT_RATIOS
 
 Progress = Callable[[str], None]
 EVAL_SPLITS = ("valid", "test")
+HOLDOUTS = ("auto", "programs", "configs")
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,8 @@ class BaselineOptions:
     segment_method: str = "metis"
     segment_nodes: int = 1000
     partition: str | None = None    # stored partition name (tgt datasets), e.g. metis-64
+    holdout: str = "auto"           # auto (both when possible) | programs | configs
+    holdout_share: float = DEFAULT_SHARE  # within-graph: held-out share of each graph's configs
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -78,9 +86,13 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def prepare_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,
-                       progress: Progress | None = None
-                       ) -> tuple[list[PreparedGraph], list[str]]:
+class NothingToScore(DatasetError):
+    """A collection where no held-out config could be ranked."""
+
+
+def load_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,
+                    progress: Progress | None = None) -> tuple[list[RawGraph], list[str]]:
+    """Raw graphs with configs (one at a time from the source), and notes on the rest."""
     notes: list[str] = []
     raws: list[RawGraph] = []
     for i, info in enumerate(infos):
@@ -92,15 +104,23 @@ def prepare_collection(source: GraphSource, infos: list[GraphInfo], opts: Baseli
             continue
         notes.extend(f"{info.graph_id}: {w}" for w in raw.warnings)
         raws.append(raw)
-    train = [r for r in raws if r.info.split == "train"]
-    if not train:
-        raise DatasetError(f"{source.name}: no train graphs with configs")
-    stats = FeatureStats.fit(train, opts.prepare.pad_minus_one)
-    prepared = []
+    return raws, notes
+
+
+def prepare(raws: list[RawGraph], fit_on: list[RawGraph], source: GraphSource,
+            opts: BaselineOptions, segments: dict[str, np.ndarray]) -> list[PreparedGraph]:
+    """Normalise with statistics of ``fit_on`` only; GST segments computed once per graph."""
+    stats = FeatureStats.fit(fit_on, opts.prepare.pad_minus_one)
+    out = []
     for raw in raws:
-        seg = _segmentation(raw, source, opts) if opts.train.gst else None
-        prepared.append(finalize(raw, stats, seg))
-    return prepared, notes
+        seg = None
+        if opts.train.gst:
+            gid = raw.info.graph_id
+            if gid not in segments:
+                segments[gid] = _segmentation(raw, source, opts)
+            seg = segments[gid]
+        out.append(finalize(raw, stats, seg))
+    return out
 
 
 def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
@@ -126,36 +146,137 @@ def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
     return summary, per_graph
 
 
-def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,
-                   progress: Progress | None = None) -> dict[str, Any]:
-    infos, split_method = assign_splits(infos, opts.train.seed)
-    graphs, notes = prepare_collection(source, infos, opts, progress)
-    train = [g for g in graphs if g.info.split == "train"]
+def copies_note(kind: str, per_graph: list[dict[str, Any]]) -> list[str]:
+    """What the fewer-copies heuristic could use, stated as it is."""
+    if kind != "layout" or not per_graph:
+        return []
+    scored = sum("fewer-copies" in r for r in per_graph)
+    if scored == len(per_graph):
+        return []
+    if scored == 0:
+        return ["no fewer-copies ranker: num_copies is unknown for the scored configs (only "
+                "tgt collections record it in configs.parquet)"]
+    return [f"fewer-copies ranker scored on {scored} of {len(per_graph)} graphs (num_copies "
+            "unknown for some configs of the others)"]
+
+
+def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
+                    opts: BaselineOptions, progress: Progress | None, label: str
+                    ) -> dict[str, Any]:
+    """Fit one model on ``train`` and score ``scored`` (valid/test graphs or views)."""
     kind = train[0].info.kind
     model_cfg = ModelConfig(kind=kind, model=opts.model, hidden=opts.hidden, layers=opts.layers,
                             cross_config_attention=opts.cross_config_attention)
     start = time.perf_counter()
     trainer = Trainer(model_cfg, opts.train, train[0])
     history = trainer.fit(train, progress=(lambda e, loss: progress(
-        f"epoch {e + 1}/{opts.train.epochs} loss {loss:.4f}")) if progress else None)
+        f"{label}: epoch {e + 1}/{opts.train.epochs} loss {loss:.4f}")) if progress else None)
     train_seconds = time.perf_counter() - start
     if progress:
-        progress("scoring held-out graphs")
-    summary, per_graph = evaluate(trainer, graphs, opts.train.seed)
-    counts = {s: sum(g.info.split == s for g in graphs) for s in ("train", "valid", "test")}
-    programs = {s: sorted({g.info.program for g in graphs if g.info.split == s})
-                for s in ("train", "valid", "test")}
-    if kind == "layout" and not any("fewer-copies" in r for r in per_graph):
-        notes.append("num_copies not available: no fewer-copies baseline")
+        progress(f"{label}: scoring held-out configs")
+    summary, per_graph = evaluate(trainer, scored, opts.train.seed)
     return {
-        "kind": kind, "split_method": split_method, "graphs": counts, "programs": programs,
         "train": {"seconds": train_seconds, "loss": history.loss,
                   "epoch_seconds": history.epoch_seconds,
                   "finetune_loss": history.finetune_loss, "compiles": history.compiles,
                   "segments": int(sum(len(g.segments) for g in train)),
                   "embedding_table_bytes": trainer.table.nbytes},
-        "results": summary, "per_graph": per_graph, "notes": notes,
+        "kind": kind, "results": summary, "per_graph": per_graph,
+        "notes": copies_note(kind, per_graph),
     }
+
+
+def by_program(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
+               segments: dict[str, np.ndarray], progress: Progress | None
+               ) -> tuple[dict[str, Any] | None, str | None]:
+    """Train on the train programs, score the valid/test programs; or why it cannot run."""
+    train = [r for r in raws if r.info.split == "train"]
+    held = [r for r in raws if r.info.split in EVAL_SPLITS]
+    programs = {s: sorted({r.info.program for r in raws if r.info.split == s})
+                for s in ("train", "valid", "test")}
+    if not train or not held:
+        count = len({r.info.program for r in raws})
+        missing = "train" if not train else "valid or test"
+        return None, (f"by-program split skipped: no {missing} program among {count} "
+                      f"program(s) with configs (3 or more programs give each split one)")
+    graphs = prepare(train + held, train, source, opts, segments)
+    section = train_and_score(graphs[:len(train)], graphs[len(train):], opts, progress,
+                              "by-program")
+    counts = {s: sum(r.info.split == s for r in raws) for s in ("train", "valid", "test")}
+    return {"holdout": "programs", "graphs": counts, "programs": programs, **section}, None
+
+
+def within_graph(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
+                 segments: dict[str, np.ndarray], progress: Progress | None
+                 ) -> tuple[dict[str, Any] | None, list[str]]:
+    """Train on a seeded share of every graph's configs, rank the rest of each graph."""
+    train, test, notes = holdout_views(raws, opts.train.seed, opts.holdout_share)
+    if not train:
+        return None, notes
+    graphs = prepare(train + test, train, source, opts, segments)
+    section = train_and_score(graphs[:len(train)], graphs[len(train):], opts, progress,
+                              "within-graph")
+    configs = {"train": int(sum(r.runtime.size for r in train)),
+               "held_out": int(sum(r.runtime.size for r in test))}
+    return {"holdout": "configs", "graphs": {"train": len(train), "valid": 0,
+                                              "test": len(test)},
+            "programs": sorted({r.info.program for r in train}), "configs": configs,
+            "share": opts.holdout_share, "min_configs": MIN_CONFIGS, **section}, notes
+
+
+def _scored(evaluation: dict[str, Any]) -> bool:
+    """True when the model got a defined τ or OPA on some held-out graph."""
+    return any(m.get("kendall_tau_n", 0) or m.get("opa_n", 0)
+               for methods in evaluation["results"].values()
+               for name, m in methods.items() if name == "model")
+
+
+def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,
+                   progress: Progress | None = None) -> dict[str, Any]:
+    """Every evaluation this collection allows: by program (≥ 2 splits with programs) and
+    within each graph (held-out configs); NothingToScore when neither ranks anything."""
+    infos, split_method, conflicts = assign_splits(infos, opts.train.seed)
+    raws, notes = load_collection(source, infos, opts, progress)
+    notes = conflicts + notes
+    name = infos[0].collection if infos else "?"
+    if not raws:
+        raise NothingToScore(f"{source.name}: collection {name!r} has no graph with measured "
+                             f"configs; {_what_to_collect(source)}")
+    segments: dict[str, np.ndarray] = {}
+    evaluations: dict[str, Any] = {}
+    if opts.holdout not in HOLDOUTS:
+        raise DatasetError(f"holdout {opts.holdout!r}: expected one of {', '.join(HOLDOUTS)}")
+    program_eval = graph_eval = None
+    if opts.holdout in ("auto", "programs"):
+        program_eval, skipped = by_program(raws, source, opts, segments, progress)
+        if program_eval is not None:
+            evaluations["by-program"] = {"split_method": split_method, **program_eval}
+        else:
+            notes.append(str(skipped))
+    if opts.holdout in ("auto", "configs"):
+        graph_eval, graph_notes = within_graph(raws, source, opts, segments, progress)
+        notes.extend(graph_notes)
+    if graph_eval is not None:
+        evaluations["within-graph"] = {
+            "split_method": f"within-graph(seed={opts.train.seed}, "
+                            f"share={opts.holdout_share:g})", **graph_eval}
+    if not any(_scored(e) for e in evaluations.values()):
+        most = max(int(r.runtime.size) for r in raws)
+        raise NothingToScore(
+            f"{source.name}: nothing to score in collection {name!r}: "
+            f"{len({r.info.program for r in raws})} program(s), at most {most} measured "
+            f"config(s) per graph; a within-graph hold-out needs ≥ {MIN_CONFIGS} ok configs "
+            f"in a graph, a by-program split ≥ 3 programs; {_what_to_collect(source)}")
+    return {"kind": raws[0].info.kind, "graphs": len(raws),
+            "programs": len({r.info.program for r in raws}), "split_method": split_method,
+            "evaluations": evaluations, "notes": notes}
+
+
+def _what_to_collect(source: GraphSource) -> str:
+    if isinstance(source, TgtSource):
+        return (f"collect more, e.g. `tgt collect --program resnet50 --configs 20 --out "
+                f"{source.name}` (and further --program values for a by-program split)")
+    return "add graphs with measured configs to the tree"
 
 
 def run_baseline(path: str | Path, opts: BaselineOptions,
@@ -169,13 +290,21 @@ def run_baseline(path: str | Path, opts: BaselineOptions,
             raise DatasetError(f"{path}: no collection {opts.collection!r} "
                                f"(have {collections})")
         collections = [opts.collection]
-    report: dict[str, Any] = {"tgt_version": __version__, "source": str(path),
-                              "options": opts.to_json(), "collections": {}}
+    report: dict[str, Any] = {
+        "tgt_version": __version__, "versions": versions(), "source": str(path),
+        "options": opts.to_json(),
+        "split": {"policy": "by-program", "ratios": list(DEFAULT_RATIOS),
+                  "seed": opts.train.seed, "within_graph_share": opts.holdout_share,
+                  "within_graph_min_configs": MIN_CONFIGS},
+        "collections": {}, "skipped": {}}
     for name in collections:
         subset = [i for i in infos if i.collection == name]
-        report["collections"][name] = run_collection(source, subset, opts, progress)
+        try:
+            report["collections"][name] = run_collection(source, subset, opts, progress)
+        except NothingToScore as exc:
+            if len(collections) == 1:
+                raise
+            report["skipped"][name] = str(exc)
+    if not report["collections"]:
+        raise NothingToScore("; ".join(report["skipped"].values()))
     return _clean(report)
-
-
-def write_report(report: dict[str, Any], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

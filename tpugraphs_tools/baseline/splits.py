@@ -1,45 +1,39 @@
-"""Train/valid/test assignment: the dataset's own splits, else a seeded split by program.
+"""Train/valid/test for the baseline: the one split policy of ``tgt export`` (publish/_splits).
 
-Splitting by program (not by graph) keeps every graph of a program in one split, so held-out
-numbers measure generalisation to unseen programs rather than to re-lowerings of seen ones.
+Graphs are split **by program** (seeded, 80/10/10 of the distinct programs, like TpuGraphs'
+published folders), so held-out numbers measure generalisation to unseen programs. Splits
+stored in the dataset win, and the other graphs of their program follow them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
+import polars as pl
 
 from tpugraphs_tools.baseline.data import GraphInfo
+from tpugraphs_tools.publish._splits import DEFAULT_RATIOS
+from tpugraphs_tools.publish._splits import assign_splits as plan_splits
 
 
-def program_splits(programs: list[str], seed: int,
-                   fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)) -> dict[str, str]:
-    """program → split; with ≥ 3 programs valid and test each get at least one."""
-    unique = sorted(set(programs))
-    order = np.random.default_rng(seed).permutation(len(unique))
-    shuffled = [unique[i] for i in order]
-    n = len(shuffled)
-    n_valid = int(fractions[1] * n)
-    n_test = int(fractions[2] * n)
-    if n >= 3:
-        n_valid, n_test = max(1, n_valid), max(1, n_test)
-    n_train = max(n - n_valid - n_test, 1 if n else 0)
-    n_valid = min(n_valid, n - n_train)
-    out = {}
-    for i, program in enumerate(shuffled):
-        out[program] = "train" if i < n_train else "valid" if i < n_train + n_valid else "test"
-    return out
+def ratio_text(ratios: tuple[float, float, float]) -> str:
+    return "/".join(f"{r:g}" for r in ratios)
 
 
-def assign_splits(infos: list[GraphInfo], seed: int) -> tuple[list[GraphInfo], str]:
-    """Infos with a split each, and how it was decided ("dataset" or "by-program(seed=...)").
-
-    When any graph carries a split, the dataset's splits are used and graphs without one are
-    left out (mixing would let a program straddle splits).
-    """
-    if any(i.split for i in infos):
-        return [i for i in infos if i.split], "dataset"
-    mapping = program_splits([i.program for i in infos], seed)
-    return ([dataclasses.replace(i, split=mapping[i.program]) for i in infos],
-            f"by-program(seed={seed})")
+def assign_splits(infos: list[GraphInfo], seed: int,
+                  ratios: tuple[float, float, float] = DEFAULT_RATIOS
+                  ) -> tuple[list[GraphInfo], str, list[str]]:
+    """Infos with a split each, how it was decided, and conflicts (a program whose stored
+    splits disagree) for the report's notes."""
+    frame = pl.DataFrame({"graph_id": [i.graph_id for i in infos],
+                          "program": [i.program for i in infos],
+                          "split": [i.split for i in infos]},
+                         schema={"graph_id": pl.String, "program": pl.String,
+                                 "split": pl.String})
+    plan = plan_splits(frame, by="program", seed=seed, ratios=ratios)
+    stored = sum(i.split is not None for i in infos)
+    by_program = f"by-program(seed={seed}, {ratio_text(ratios)})"
+    method = ("dataset" if stored == len(infos) else by_program if stored == 0
+              else f"dataset + {by_program}")
+    return ([dataclasses.replace(i, split=plan.splits[i.graph_id]) for i in infos], method,
+            plan.conflicts)

@@ -55,19 +55,29 @@ _COLUMNS = {
               help="Extra node features recomputed from the stored HLO (separate array).")
 @click.option("--cross-config-attention", is_flag=True)
 @click.option("--collection", default=None, help="Only this collection (default: each).")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False),
-              default="baseline_report.json", show_default=True, help="JSON report path.")
+@click.option("--holdout", type=click.Choice(["auto", "programs", "configs"]), default="auto",
+              show_default=True, help="What is held out: unseen programs, unseen configs of "
+              "every graph, or (auto) each that the data allows.")
+@click.option("--holdout-share", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
+              default=0.3, show_default=True,
+              help="Within-graph score: share of each graph's configs held out.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
+              help="JSON report path (+ .md beside it) [default: DATA/baseline/report.json].")
 @handle_errors
 def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers: int, loss: str,
              lr: float, configs_per_graph: int, batch_graphs: int, max_configs: int, gst: bool,
              segment_method: str, segment_nodes: int, partition: str | None,
              backprop_segments: int, keep_prob: float, finetune_epochs: int, prune: bool,
              pad_minus_one: bool, hlo_features: bool, cross_config_attention: bool,
-             collection: str | None, report_path: str) -> None:
-    """Train on DATA's train split, score valid/test, compare with trivial rankers.
+             collection: str | None, holdout: str, holdout_share: float,
+             report_path: str | None) -> None:
+    """Train the reference model, rank held-out configs, compare with trivial rankers.
 
     DATA is a tgt dataset or an official TpuGraphs npz tree (e.g. npz/layout/xla/default).
-    Without split values, graphs are split by program (seeded; no program in two splits).
+    Two scores: held-out programs (the dataset's splits, else a seeded 80/10/10 split by
+    program, as `tgt export`), and held-out configs within each graph (a seeded share of
+    every graph's configs), so one collected program is scored too. Exits 1 with what to
+    collect when nothing can be scored. The report goes to DATA/baseline/.
 
     \b
     Examples:
@@ -80,6 +90,7 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
         PrepareOptions,
         TrainConfig,
         run_baseline,
+        save_report,
         write_report,
     )
 
@@ -87,6 +98,7 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
         model=model, hidden=hidden, layers=layers,
         cross_config_attention=cross_config_attention, collection=collection,
         segment_method=segment_method, segment_nodes=segment_nodes, partition=partition,
+        holdout=holdout, holdout_share=holdout_share,
         train=TrainConfig(epochs=epochs, lr=lr, loss=loss, configs_per_graph=configs_per_graph,
                           batch_graphs=batch_graphs, seed=seed, gst=gst,
                           backprop_segments=backprop_segments, keep_prob=keep_prob,
@@ -97,12 +109,17 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
                   console=console, transient=True) as bar:
         task = bar.add_task("baseline", total=None)
         report = run_baseline(data, opts, progress=lambda m: bar.update(task, description=m))
-    write_report(report, report_path)
+    paths = (write_report(report, report_path) if report_path is not None
+             else save_report(report, data))
     for name, section in report["collections"].items():
-        console.print(results_table(name, section))
-        for note in section["notes"][:10]:
+        for evaluation in section["evaluations"].values():
+            console.print(results_table(name, evaluation))
+        for note in (section["notes"] + [n for ev in section["evaluations"].values()
+                                         for n in ev["notes"]])[:10]:
             console.print(f"[yellow]note:[/] {note}", highlight=False)
-    console.print(f"[green]✓[/] report written to {report_path}")
+    for name, reason in report["skipped"].items():
+        console.print(f"[yellow]not scored:[/] {name}: {reason}", highlight=False)
+    console.print(f"[green]✓[/] report written to {' and '.join(str(p) for p in paths)}")
 
 
 def _fmt(value: float | None) -> str:
@@ -110,18 +127,18 @@ def _fmt(value: float | None) -> str:
         else f"{value:.3f}"
 
 
-def results_table(name: str, section: dict) -> Table:
-    """One row per split × method (model and trivial baselines)."""
-    g = section["graphs"]
-    columns = _COLUMNS[section["kind"]]
-    table = Table(title=f"{name}: {g['train']}/{g['valid']}/{g['test']} train/valid/test "
-                        f"graphs, split {section['split_method']}", box=box.SIMPLE_HEAD)
+def results_table(name: str, evaluation: dict) -> Table:
+    """One row per split × method (model and trivial baselines) of one evaluation."""
+    from tpugraphs_tools.baseline.markdown import evaluation_title
+
+    columns = _COLUMNS[evaluation["kind"]]
+    table = Table(title=evaluation_title(name, evaluation), box=box.SIMPLE_HEAD)
     table.add_column("split")
     table.add_column("method", no_wrap=True)
     table.add_column("graphs", justify="right")
     for label, _ in columns:
         table.add_column(label, justify="right", no_wrap=True)
-    for split, methods in section["results"].items():
+    for split, methods in evaluation["results"].items():
         for method, values in methods.items():
             style = "bold" if method == "model" else ""
             table.add_row(split, f"[{style}]{method}[/]" if style else method,

@@ -2,7 +2,9 @@
 
 TpuGraphs holds out whole programs; a model that saw another lowering of the same program in
 training would be scored on a memorised graph. Splits already in graphs.parquet are kept, and
-the rest of their group follows them.
+the rest of their group follows them. This is the one split policy of tgt: ``tgt export``,
+``tgt publish`` and ``tgt baseline`` all call :func:`assign_splits`. The default 80/10/10 of
+the groups is the proportion of TpuGraphs' own train/valid/test folders.
 """
 
 from __future__ import annotations
