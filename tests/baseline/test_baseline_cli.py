@@ -18,6 +18,7 @@ from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import fingerprint, from_lowered
 from tpugraphs_tools.store import Dataset, make_graph_id
+from tpugraphs_tools.validate import validate_path
 
 SMALL = ["--epochs", "2", "--hidden", "16", "--layers", "1", "--configs-per-graph", "4",
          "--batch-graphs", "2"]
@@ -36,9 +37,12 @@ def test_cli_full_graph_report(layout_ds: Path, tmp_path: Path) -> None:
                                        "--report", str(report_path)])
     assert result.exit_code == 0, result.output
     assert "random" in result.output and "fewer-copies" in result.output
+    assert "held-out programs" in result.output and "held-out configs" in result.output
     report = json.loads(report_path.read_text())
-    section = report["collections"]["layout"]
-    assert section["split_method"] == "by-program(seed=0)"
+    assert (tmp_path / "r.md").read_text().startswith("# tgt baseline report")
+    assert report["split"]["ratios"] == [0.8, 0.1, 0.1] and report["versions"]["jax"]
+    section = report["collections"]["layout"]["evaluations"]["by-program"]
+    assert section["split_method"] == "by-program(seed=0, 0.8/0.1/0.1)"
     assert set(section["results"]) == {"valid", "test"}
     assert set(section["results"]["test"]) == {"model", "random", "fewer-copies"}
     assert len(section["train"]["loss"]) == 2
@@ -46,6 +50,52 @@ def test_cli_full_graph_report(layout_ds: Path, tmp_path: Path) -> None:
     for row in section["per_graph"]:
         splits_of.setdefault(row["program"], set()).add(row["split"])
     assert all(len(s) == 1 for s in splits_of.values())
+    within = report["collections"]["layout"]["evaluations"]["within-graph"]
+    assert within["graphs"]["test"] == 8 and within["configs"] == {"train": 32, "held_out": 16}
+    assert within["results"]["test"]["model"]["kendall_tau_n"] == 8
+
+
+def test_baseline_split_is_the_export_split(layout_ds: Path, tmp_path: Path) -> None:
+    from tpugraphs_tools.publish import export_tpugraphs, parse_tree_path
+
+    report = run_baseline(layout_ds, BaselineOptions(hidden=16, layers=1, holdout="programs",
+                                                     train=TrainConfig(epochs=1)))
+    rows = report["collections"]["layout"]["evaluations"]["by-program"]["per_graph"]
+    baseline_split = {r["graph_id"]: r["split"] for r in rows}
+    export_tpugraphs(layout_ds, tmp_path / "tree", seed=0)
+    exported = {e.stem: e.split for e in (parse_tree_path(p.relative_to(tmp_path / "tree")
+                                                          .as_posix())
+                                          for p in (tmp_path / "tree").rglob("*.npz"))}
+    assert baseline_split and all(exported[g] == s for g, s in baseline_split.items())
+
+
+def test_one_program_is_scored_on_held_out_configs_with_the_report_in_data(
+        tmp_path: Path) -> None:
+    root = tmp_path / "one"
+    write_synthetic_dataset(root, programs=1, graphs_per_program=1, nodes=(30, 30), configs=10)
+    result = CliRunner().invoke(main, ["baseline", str(root), *SMALL])
+    assert result.exit_code == 0, result.output
+    assert "held-out configs within each graph" in result.output and "τ" in result.output
+    assert "by-program split skipped" in result.output
+    report = json.loads((root / "baseline" / "report.json").read_text())
+    section = report["collections"]["layout"]
+    assert list(section["evaluations"]) == ["within-graph"]
+    within = section["evaluations"]["within-graph"]
+    assert within["configs"] == {"train": 7, "held_out": 3}
+    assert within["results"]["test"]["model"]["kendall_tau_n"] == 1
+    assert (root / "baseline" / "report.md").exists()
+    assert "baseline/report.json" in Dataset.open(root).manifest["files"]
+    assert not validate_path(root).errors
+
+
+def test_nothing_to_score_exits_1_with_what_to_collect(tmp_path: Path) -> None:
+    root = tmp_path / "few"
+    write_synthetic_dataset(root, programs=1, graphs_per_program=2, nodes=(30, 30), configs=3)
+    result = CliRunner().invoke(main, ["baseline", str(root), *SMALL])
+    assert result.exit_code == 1, result.output
+    assert "nothing to score" in result.output and "≥ 4 ok configs" in result.output
+    assert "tgt collect" in result.output and "Traceback" not in result.output
+    assert not (root / "baseline").exists()
 
 
 def test_cli_gst_with_stored_partition_and_kaggle_options(layout_ds: Path,
@@ -59,6 +109,7 @@ def test_cli_gst_with_stored_partition_and_kaggle_options(layout_ds: Path,
         "--finetune-epochs", "1", "--report", str(report_path)])
     assert result.exit_code == 0, result.output
     section = json.loads(report_path.read_text())["collections"]["layout"]
+    section = section["evaluations"]["by-program"]
     assert section["train"]["segments"] > section["graphs"]["train"]
     assert len(section["train"]["finetune_loss"]) == 1
     assert section["results"]["test"]["model"]["graphs"] >= 1
@@ -78,7 +129,7 @@ def test_tile_collection_from_npz_tree(tmp_path: Path) -> None:
     report = run_baseline(tmp_path / "npz", opts)
     section = report["collections"]["tile/xla"]
     assert section["kind"] == "tile" and section["split_method"] == "dataset"
-    test = section["results"]["test"]
+    test = section["evaluations"]["by-program"]["results"]["test"]
     assert set(test) == {"model", "random"}
     assert 0.0 <= test["model"]["kaggle_tile_score"] <= 1.0
     with pytest.raises(DatasetError):
@@ -125,5 +176,8 @@ def test_real_hlo_graphs_with_hlo_features(tmp_path: Path) -> None:
     report = run_baseline(tmp_path / "real", opts)
     section = report["collections"]["layout"]
     assert not [n for n in section["notes"] if "extra features" in n or "no stored" in n]
-    assert "num_copies not available: no fewer-copies baseline" in section["notes"]
-    assert section["graphs"] == {"train": 2, "valid": 1, "test": 1}
+    by_program = section["evaluations"]["by-program"]
+    assert by_program["graphs"] == {"train": 2, "valid": 1, "test": 1}
+    assert any(n.startswith("no fewer-copies ranker: num_copies is unknown")
+               for n in by_program["notes"])
+    assert "fewer-copies" not in by_program["results"]["test"]

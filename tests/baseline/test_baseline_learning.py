@@ -15,9 +15,9 @@ def test_model_learns_known_runtime_function(tmp_path: Path) -> None:
     opts = BaselineOptions(
         hidden=32, layers=2,
         train=TrainConfig(epochs=30, lr=3e-3, configs_per_graph=16, batch_graphs=4, seed=0),
-        prepare=PrepareOptions(pad_minus_one=True))
+        prepare=PrepareOptions(pad_minus_one=True), holdout="programs")
     report = run_baseline(tmp_path / "ds", opts)
-    section = report["collections"]["layout"]
+    section = report["collections"]["layout"]["evaluations"]["by-program"]
     assert section["graphs"]["train"] >= 30
     held_out = [r for r in section["per_graph"]]
     taus = [r["model"]["kendall_tau"] for r in held_out]

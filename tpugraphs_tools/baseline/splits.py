@@ -25,7 +25,8 @@ def assign_splits(infos: list[GraphInfo], seed: int,
                   ) -> tuple[list[GraphInfo], str, list[str]]:
     """Infos with a split each, how it was decided, and conflicts (a program whose stored
     splits disagree) for the report's notes."""
-    frame = pl.DataFrame({"graph_id": [i.graph_id for i in infos],
+    # positions as ids: tree file names may repeat across split folders
+    frame = pl.DataFrame({"graph_id": [str(n) for n in range(len(infos))],
                           "program": [i.program for i in infos],
                           "split": [i.split for i in infos]},
                          schema={"graph_id": pl.String, "program": pl.String,
@@ -35,5 +36,5 @@ def assign_splits(infos: list[GraphInfo], seed: int,
     by_program = f"by-program(seed={seed}, {ratio_text(ratios)})"
     method = ("dataset" if stored == len(infos) else by_program if stored == 0
               else f"dataset + {by_program}")
-    return ([dataclasses.replace(i, split=plan.splits[i.graph_id]) for i in infos], method,
-            plan.conflicts)
+    return ([dataclasses.replace(i, split=plan.splits[str(n)]) for n, i in enumerate(infos)],
+            method, plan.conflicts)
