@@ -23,7 +23,7 @@ LAYOUT_KEYS: dict[str, tuple[str, tuple[int | None, ...]]] = {
     "node_config_ids": ("int64", (None,)),
     "node_config_feat": ("float32", (None, None, 18)),
     "config_runtime": ("int64", (None,)),
-    "node_splits": ("int64", (None,)),
+    "node_splits": ("int64", (1, None)),  # (1, s) as in the published files
 }
 TILE_KEYS: dict[str, tuple[str, tuple[int | None, ...]]] = {
     "node_feat": ("float32", (None, 140)),
@@ -94,16 +94,16 @@ def check_name(name: str, what: str, stem: bool = False) -> str:
 def conform(arrays: dict[str, np.ndarray], collection: str, where: str) -> dict[str, np.ndarray]:
     """Exactly the official keys, dtypes and ranks; values are never changed.
 
-    A dtype is converted only when every value survives the conversion; a ``(1, s)``
-    ``node_splits`` (seen in stored downloads) is flattened to ``(s,)``.
+    A dtype is converted only when every value survives the conversion; ``node_splits`` is
+    given the published files' ``(1, s)`` shape (tgt stores it as ``(s,)``).
     """
     out: dict[str, np.ndarray] = {}
     for key, (dtype, shape) in KEYS[collection].items():
         if key not in arrays:
             raise DatasetError(f"{where}: missing key {key!r} needed by a {collection} file")
         arr = np.asarray(arrays[key])
-        if key == "node_splits" and arr.ndim == 2 and arr.shape[0] == 1:
-            arr = arr.reshape(-1)
+        if key == "node_splits" and arr.ndim == 1:
+            arr = arr.reshape(1, -1)
         if arr.dtype != np.dtype(dtype):
             cast = arr.astype(dtype)
             if cast.shape != arr.shape or not np.array_equal(cast, arr):
