@@ -115,13 +115,19 @@ def test_export_import_export_is_byte_identical(exported: Path, tmp_path: Path):
             assert a[key].tobytes() == b[key].tobytes(), (rel, key)
 
 
-def test_import_rows_say_where_each_file_came_from(exported: Path, tmp_path: Path):
+def test_import_rows_say_where_each_file_came_from(exported: Path, tmp_path: Path,
+                                                   source_dataset: Path):
     imported = Dataset.open(import_tpugraphs(exported, tmp_path / "imported").out)
     graphs, configs = imported.graphs(), imported.configs()
+    original = {r["graph_id"]: r for r in Dataset.open(source_dataset).graphs().to_dicts()}
     for row in graphs.iter_rows(named=True):
         entry = parse_tree_path(row["source_path"])
         arrays = imported.load_arrays(row["graph_id"])
-        assert row["source"] == "tpugraphs" and row["program"] == entry.stem
+        first = original[entry.stem]  # provenance of a tgt export: the exported graph's row
+        assert json.loads(row["program_args"])["tgt_graph_id"] == entry.stem
+        for key in ("program", "backend", "device_kind", "config_space"):
+            assert row[key] == first[key], key
+        assert row["source"] == "tpugraphs"
         assert row["split"] == entry.split and row["collection"] == entry.collection
         assert row["fingerprint"] == arrays_fingerprint(arrays)
         rows = configs.filter(pl.col("graph_id") == row["graph_id"]).sort("config_index")

@@ -14,20 +14,23 @@ from tpugraphs_tools.cli.export_cmd import print_warnings
 @click.argument("tree", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", default=DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False),
               help="New dataset folder; it appears only when every file is in.")
-@click.option("--backend", default="tpu", show_default=True,
-              help="Backend recorded for the graphs (TpuGraphs was measured on TPUs).")
+@click.option("--backend", default=None,
+              help="Backend recorded for the graphs [default: what a tgt export recorded in "
+                   "tgt-provenance.json, else tpu (TpuGraphs was measured on TPUs)].")
 @click.option("--batch-mb", type=click.IntRange(min=1), default=256, show_default=True,
               help="Arrays held in memory before a commit (bigger: fewer table rewrites).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it is not empty.")
 @handle_errors
-def import_(tree: str, out: str, backend: str, batch_mb: int, overwrite: bool) -> None:
+def import_(tree: str, out: str, backend: str | None, batch_mb: int, overwrite: bool) -> None:
     """Read the official TpuGraphs tree TREE into a new tgt dataset.
 
     \b
     Every npz under npz/layout/{xla,nlp}/{default,random}/{split}/ and npz/tile/xla/{split}/
     (any prefix, e.g. the unpacked npz_all/ download).
     Program = file stem, split and search strategy from the path, source "tpugraphs",
-    fingerprint = sha256 of the arrays; arrays are stored unchanged.
+    fingerprint = sha256 of the arrays; arrays are stored unchanged. A tree written by
+    `tgt export` keeps its provenance (tgt-provenance.json: program, backend, device,
+    config space, default config) for every file whose arrays are unchanged.
     Example:
       tgt import ~/tpugraphs/npz_all/ --out tpugraphs-data/
       tgt import tpugraphs/ --out data/ --overwrite

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tpugraphs_tools import __version__
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.publish._import import arrays_fingerprint
 from tpugraphs_tools.publish._npz import write_npz
 from tpugraphs_tools.publish._official import (
     LAYOUT_SOURCES,
@@ -25,6 +27,7 @@ from tpugraphs_tools.publish._official import (
     take_configs,
     tree_path,
 )
+from tpugraphs_tools.publish._provenance import record, write_provenance
 from tpugraphs_tools.publish._splits import DEFAULT_RATIOS, SplitPlan, assign_splits
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset
@@ -55,6 +58,9 @@ class ExportResult:
 
 def output_name(row: dict[str, Any]) -> str:
     """Imported graphs keep their official file stem, so export → import → export is stable."""
+    origin = _origin(row)
+    if origin is not None:
+        return check_name(origin.stem, f"graph {row['graph_id']}: file stem", stem=True)
     if row.get("source") == "tpugraphs" and row.get("program"):
         return check_name(row["program"], f"graph {row['graph_id']}: program", stem=True)
     return check_name(row["graph_id"], "graph id")
@@ -142,6 +148,9 @@ def export_tpugraphs(data: str | Path, out: str | Path, *, source: str | None = 
     warnings = splits.conflicts + warnings
     if not plans:
         raise DatasetError(f"{data}: no graph has measured configs; nothing to export")
+    rows_by_id = {r["graph_id"]: r for r in graphs.iter_rows(named=True)}
+    defaults = default_npz_rows(dataset.configs())
+    provenance: dict[str, dict[str, Any]] = {}
     with staged_dir(out, overwrite) as stage:
         cache: tuple[str, dict[str, np.ndarray]] | None = None
         for plan in plans:
@@ -155,8 +164,35 @@ def export_tpugraphs(data: str | Path, out: str | Path, *, source: str | None = 
                 raise DatasetError(f"configs.parquet: graph {plan.graph_id} has npz_row "
                                    f"{int(rows.max())} beyond its "
                                    f"{num_configs(cache[1], plan.collection)} npz configs")
-            write_npz(stage / plan.rel, take_configs(cache[1], plan.collection, rows))
+            written = take_configs(cache[1], plan.collection, rows)
+            write_npz(stage / plan.rel, written)
+            provenance[plan.rel] = record(rows_by_id[plan.graph_id],
+                                          _row_in_file(defaults.get(plan.graph_id), rows),
+                                          arrays_fingerprint(written))
+        write_provenance(stage, provenance, __version__)
     return ExportResult(Path(out), plans, warnings)
+
+
+def default_npz_rows(configs: pl.DataFrame) -> dict[str, list[int]]:
+    """graph_id → npz rows of its measured default config (one per search strategy)."""
+    if not {"is_default", "npz_row"} <= set(configs.columns):
+        return {}
+    hits = configs.filter(pl.col("is_default") & (pl.col("status") == "ok")
+                          & pl.col("npz_row").is_not_null())
+    out: dict[str, list[int]] = {}
+    for graph_id, npz_row in hits.select("graph_id", "npz_row").iter_rows():
+        out.setdefault(graph_id, []).append(int(npz_row))
+    return out
+
+
+def _row_in_file(npz_rows: list[int] | None, rows: np.ndarray | None) -> int | None:
+    """Where a default lands in a written file that keeps only ``rows`` (None: all)."""
+    if not npz_rows:
+        return None
+    if rows is None:
+        return min(npz_rows)
+    hits = np.flatnonzero(np.isin(rows, npz_rows))
+    return int(hits[0]) if hits.size else None
 
 
 def _stored_configs(dataset: Dataset, graph_id: str) -> int:

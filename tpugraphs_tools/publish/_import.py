@@ -19,6 +19,7 @@ import numpy as np
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.publish._npz import read_official_npz
 from tpugraphs_tools.publish._official import TreeEntry, conform, num_configs, parse_tree_path
+from tpugraphs_tools.publish._provenance import matching, read_provenance
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset, make_graph_id
 
@@ -62,20 +63,22 @@ def arrays_fingerprint(arrays: dict[str, np.ndarray]) -> str:
 
 
 def default_row(arrays: dict[str, np.ndarray], collection: str) -> int | None:
-    """Index of the compiler-default layout config (every feature −1), if the file has one."""
-    if collection != "layout":
-        return None
-    feat = arrays["node_config_feat"]
+    """Index of the compiler-default config, if the file has one: every layout feature −1,
+    or (tile, tgt's encoding) an all-zero ``config_feat``."""
+    feat = arrays["node_config_feat" if collection == "layout" else "config_feat"]
     if feat.shape[0] == 0:
         return None
-    hits = np.flatnonzero((feat.reshape(feat.shape[0], -1) == -1).all(axis=1))
+    mark = -1 if collection == "layout" else 0
+    hits = np.flatnonzero((feat.reshape(feat.shape[0], -1) == mark).all(axis=1))
     return int(hits[0]) if hits.size else None
 
 
 def graph_row(entry: TreeEntry, arrays: dict[str, np.ndarray], fingerprint: str,
-              backend: str) -> dict[str, Any]:
+              backend: str | None, origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The graph row; ``origin`` (a tgt export's provenance entry) restores what the npz
+    keys cannot carry."""
     layout = entry.collection == "layout"
-    return {
+    row = {
         "graph_id": make_graph_id(entry.stem, fingerprint),
         "collection": entry.collection,
         "program": entry.stem,
@@ -93,16 +96,29 @@ def graph_row(entry: TreeEntry, arrays: dict[str, np.ndarray], fingerprint: str,
         "num_configs": num_configs(arrays, entry.collection),
         "split": entry.split,
     }
+    if origin is not None:
+        row.update({k: origin.get(k) or row[k] for k in ("program", "hlo_stage", "backend",
+                                                          "device_kind", "config_space")})
+        row["program_args"] = json.dumps({"tree_path": entry.rel,
+                                          "tgt_graph_id": origin.get("graph_id"),
+                                          "tgt_program_args": origin.get("program_args")},
+                                         sort_keys=True)
+    row["backend"] = backend or row["backend"] or "tpu"
+    return row
 
 
-def config_rows(entry: TreeEntry, arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-    """One ok row per npz config; runtimes as published, relative to the default when known."""
+def config_rows(entry: TreeEntry, arrays: dict[str, np.ndarray],
+                origin: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One ok row per npz config; runtimes as published, relative to the default when known
+    (the exporter's default row when ``origin`` records one)."""
     runtime = arrays["config_runtime"].reshape(-1).tolist()
+    first_default = (origin.get("default_row") if origin and "default_row" in origin
+                     else default_row(arrays, entry.collection))
+    if first_default is not None and not 0 <= first_default < len(runtime):
+        first_default = None
     if entry.collection == "tile":
         defaults = arrays["config_runtime_normalizers"].reshape(-1).tolist()
-        first_default = None
     else:
-        first_default = default_row(arrays, entry.collection)
         ref = runtime[first_default] if first_default is not None else None
         defaults = [ref] * len(runtime)
     strategy = entry.search or "default"
@@ -125,17 +141,19 @@ def folder_of(entry: TreeEntry) -> str:
     return "/".join(p for p in parts if p)
 
 
-def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str = "tpu",
+def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str | None = None,
                      overwrite: bool = False, batch_bytes: int = 256 << 20,
                      progress: Callable[[int, int], None] = lambda _i, _n: None) -> ImportResult:
     """Read every file of ``tree`` into a new dataset at ``out`` (renamed into place at the end).
 
     Graphs are committed in batches of about ``batch_bytes`` of arrays, so a download larger
     than memory imports; the dataset only appears at ``out`` once every file is in.
+    ``backend`` overrides what a tgt export recorded (default: recorded, else ``tpu``).
     """
     tree = Path(tree)
     check_separate(tree, out)
     entries = scan_tree(tree)
+    provenance = read_provenance(tree)
     result = ImportResult(Path(out))
     seen: dict[str, str] = {}
     with staged_dir(out, overwrite) as stage:
@@ -147,14 +165,18 @@ def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str = "tpu",
             if extra:
                 result.warnings.append(f"{entry.rel}: keys {', '.join(extra)} are not "
                                        "TpuGraphs keys; left out")
-            row = graph_row(entry, arrays, arrays_fingerprint(arrays), backend)
+            fingerprint = arrays_fingerprint(arrays)
+            origin = matching(provenance, entry, fingerprint)
+            row = graph_row(entry, arrays, fingerprint, backend, origin)
             if row["graph_id"] in seen:
                 result.warnings.append(f"{entry.rel}: same name and arrays as "
                                        f"{seen[row['graph_id']]}; skipped")
                 continue
             seen[row["graph_id"]] = entry.rel
-            rows = config_rows(entry, arrays)
+            rows = config_rows(entry, arrays, origin)
             tx.put_graph(row, arrays)
+            if origin is not None:
+                tx.add_device(row["backend"], row["device_kind"] or "")
             tx.put_configs(row["graph_id"], rows)
             result.graphs += 1
             result.configs += len(rows)
