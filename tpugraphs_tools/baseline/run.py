@@ -216,11 +216,12 @@ def within_graph(raws: list[RawGraph], source: GraphSource, opts: BaselineOption
     graphs = prepare(train + test, train, source, opts, segments)
     section = train_and_score(graphs[:len(train)], graphs[len(train):], opts, progress,
                               "within-graph")
+    programs = sorted({r.info.program for r in train})
     configs = {"train": int(sum(r.runtime.size for r in train)),
                "held_out": int(sum(r.runtime.size for r in test))}
     return {"holdout": "configs", "graphs": {"train": len(train), "valid": 0,
                                               "test": len(test)},
-            "programs": sorted({r.info.program for r in train}), "configs": configs,
+            "programs": {"train": programs, "valid": [], "test": programs}, "configs": configs,
             "share": opts.holdout_share, "min_configs": MIN_CONFIGS, **section}, notes
 
 
