@@ -92,3 +92,12 @@ def test_failed_collect_leaves_no_out_folder(tmp_path: Path, write_file):
     result = CliRunner().invoke(main, ["collect", "--hlo", str(bad), "--out", str(out)])
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert not (tmp_path / "new").exists()
+
+
+def test_ray_chunk_of_an_unrunnable_module_returns_failure_rows():
+    from tpugraphs_tools.collect.executors.ray_executor import measure_chunk
+
+    rows = measure_chunk(CUSTOM_CALL, LayoutOptions(configs=3, repeats=1, warmup=0), [1, 2])
+    assert [r["config_index"] for r in rows] == [1, 2]
+    assert {r["status"] for r in rows} == {DEFAULT_FAILED}
+    assert not any(r["is_default"] for r in rows)
