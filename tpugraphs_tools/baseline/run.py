@@ -267,7 +267,9 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
             f"{source.name}: nothing to score in collection {name!r}: "
             f"{len({r.info.program for r in raws})} program(s), at most {most} measured "
             f"config(s) per graph; a within-graph hold-out needs ≥ {MIN_CONFIGS} ok configs "
-            f"in a graph, a by-program split ≥ 3 programs; {_what_to_collect(source)}")
+            f"in a graph, a by-program split ≥ 3 programs"
+            + (f" (only --holdout {opts.holdout} was asked for)" if opts.holdout != "auto"
+               else "") + f"; {_what_to_collect(source)}")
     return {"kind": raws[0].info.kind, "graphs": len(raws),
             "programs": len({r.info.program for r in raws}), "split_method": split_method,
             "evaluations": evaluations, "notes": notes}
