@@ -36,6 +36,7 @@ class LayoutTensor:
     node_index: int
     node: str
     computation: str
+    opcode: str
     slot: int
     operand: str | None      # producing instruction for input slots; None for the output
     element_type: str
@@ -129,8 +130,9 @@ def slot_tensors(module: Module) -> LayoutSpace:
             if shape.is_tuple or not 2 <= shape.rank <= MAX_RANK:
                 continue
             default = shape.minor_to_major or _row_major(shape.rank)
-            tensors.append(LayoutTensor(config_index, node_index, inst.name, comp.name, slot,
-                                        operand, shape.element_type, shape.dims, tuple(default)))
+            tensors.append(LayoutTensor(config_index, node_index, inst.name, comp.name,
+                                        inst.opcode, slot, operand, shape.element_type,
+                                        shape.dims, tuple(default)))
         config_index += 1
     return LayoutSpace(config_index, tensors)
 
