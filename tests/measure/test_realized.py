@@ -49,6 +49,13 @@ def test_constraints_values_and_nodes_carry_op_name_tags():
     assert slots[("c", "input")]["value"] == "tgt.source:x"
     assert slots[("c", "input")]["node_tag"] == "tgt.source:c.tgt_out"
     assert slots[("d", "input")]["value"] == "tgt.source:r"
+    # A reshape made a bitcast carries its operand's op_name: the operand is tagged too.
+    only_r = LayoutConfig.of({k[("r", 0)]: (0, 1)})
+    text = apply_layout_config(HLO, space, only_r)
+    names = {i.name: op_name(i) for _, i in parse_hlo_text(text).instructions()}
+    assert names["c"] == "tgt.source:c" and names["r"] == "tgt.constraint:r"
+    (slot,) = constraint_slots(module, space, only_r)
+    assert slot["value_tags"] == ["tgt.source:r.tgt_out", "tgt.source:c"]
 
 
 OPTIMIZED = """

@@ -42,6 +42,7 @@ class LayoutTensor:
     element_type: str
     dims: tuple[int, ...]
     default: Layout          # the layout the module states (row-major for jax lowerings)
+    node_operands: tuple[str, ...] = ()   # the node's operands (a reshape's output is theirs)
 
     @property
     def rank(self) -> int:
@@ -132,7 +133,7 @@ def slot_tensors(module: Module) -> LayoutSpace:
             default = shape.minor_to_major or _row_major(shape.rank)
             tensors.append(LayoutTensor(config_index, node_index, inst.name, comp.name,
                                         inst.opcode, slot, operand, shape.element_type,
-                                        shape.dims, tuple(default)))
+                                        shape.dims, tuple(default), tuple(inst.operands)))
         config_index += 1
     return LayoutSpace(config_index, tensors)
 

@@ -66,6 +66,34 @@ def _value_op_names(module: Module, computation: str, name: str) -> list[str]:
     return names
 
 
+def _bitcast_op_names(module: Module, tensor: LayoutTensor, constrained: set[tuple[str, str, int]]
+                      ) -> list[str]:
+    """op_names a reshape's output carries when XLA makes it a bitcast of its operand's value.
+
+    Such a bitcast inherits the op_name of the value it reinterprets: the reshape's input
+    constraint, the operand's output constraint, or the operand itself.
+    """
+    if tensor.opcode != "reshape" or tensor.slot != 0 or not tensor.node_operands:
+        return []
+    operand = tensor.node_operands[0]
+    names = []
+    if (tensor.computation, tensor.node, 1) in constrained:
+        names.append(constraint_tag(f"{tensor.node}.tgt_in1"))
+    if (tensor.computation, operand, 0) in constrained:
+        return [*names, constraint_tag(operand), source_tag(f"{operand}.tgt_out")]
+    return names + _value_op_names(module, tensor.computation, operand)
+
+
+def bitcast_sources(space: LayoutSpace, config: LayoutConfig) -> set[tuple[str, str]]:
+    """Operands of output-constrained reshapes that need a source tag of their own."""
+    tensors = space.by_key()
+    chosen = [tensors[k] for k, _ in config.layouts if k in tensors]
+    outputs = {(t.computation, t.node) for t in chosen if t.slot == 0}
+    return {(t.computation, t.node_operands[0]) for t in chosen
+            if t.slot == 0 and t.opcode == "reshape" and t.node_operands
+            and (t.computation, t.node_operands[0]) not in outputs}
+
+
 def constraint_slots(module: Module, space: LayoutSpace,
                      config: LayoutConfig) -> list[dict[str, Any]]:
     """What measure/realized.py must find for each constrained slot (JSON-able).
@@ -78,6 +106,8 @@ def constraint_slots(module: Module, space: LayoutSpace,
     tensors = space.by_key()
     outputs = {(tensors[k].computation, tensors[k].node) for k, _ in config.layouts
                if k in tensors and tensors[k].slot == 0}
+    constrained = {(tensors[k].computation, tensors[k].node, tensors[k].slot)
+                   for k, _ in config.layouts if k in tensors}
     slots = []
     for key, layout in config.layouts:
         tensor = tensors[key]
@@ -89,7 +119,8 @@ def constraint_slots(module: Module, space: LayoutSpace,
             "element_type": tensor.element_type, "dims": list(tensor.dims),
             "wanted": list(layout), "tag": constraint_tag(_constraint_name(tensor)),
             "value": source_tag(value),
-            "value_tags": _value_op_names(module, tensor.computation, value),
+            "value_tags": (_value_op_names(module, tensor.computation, value)
+                           + _bitcast_op_names(module, tensor, constrained)),
             "node_tag": source_tag(node),
         })
     return slots
@@ -164,6 +195,7 @@ def apply_layout_config(text: str, space: LayoutSpace, config: LayoutConfig) -> 
     sources = {(t.computation, t.operand) for todo in wanted.values() for t, _ in todo
                if t.slot != 0 and (t.computation, t.operand) not in constrained_outputs}
     sources |= set(wanted)  # the constrained nodes themselves: what they read and write
+    sources |= bitcast_sources(space, config)
     out: list[str] = []
     computation = None
     applied = 0
