@@ -81,7 +81,9 @@ def main() -> int:
         "slot tensors of the configurable nodes (the space before); *one order*: those with ≤ 1 "
         "dim larger than 1; *space now*: tensors whose layouts can differ. *Distinct*: "
         "physically distinct configs among those generated; *= default*: non-default configs "
-        "that are physically the all-default program.",
+        "that are physically the all-default program. *Before*: the previous generator "
+        "(random permutations of all dims of every slot tensor, re-implemented in the bench); "
+        "*now*: `generate_configs`.",
         "",
         "| program | slot tensors | one order | space now | strategy | distinct before "
         "| = default before | distinct now | = default now |",

@@ -22,7 +22,7 @@ from typing import Any
 
 from tpugraphs_tools.configs.layout import SLOTS, Layout, LayoutConfig, LayoutSpace, LayoutTensor
 from tpugraphs_tools.errors import ConfigError
-from tpugraphs_tools.hlo.module import Module
+from tpugraphs_tools.hlo.module import Instruction, Module
 from tpugraphs_tools.hlo.text import computation_header, match_close, split_top_level
 
 CONSTRAINT_TARGET = "LayoutConstraint"
@@ -49,7 +49,11 @@ def _value_producer(tensor: LayoutTensor, outputs: set[tuple[str, str]]) -> str:
     return tensor.operand or ""
 
 
-def _value_op_names(module: Module, computation: str, name: str) -> list[str]:
+_Index = dict[tuple[str, str], Instruction]
+
+
+def _value_op_names(index: _Index, roots: dict[str, Instruction], computation: str,
+                    name: str) -> list[str]:
     """op_names the value of ``name`` can carry after compiling.
 
     The call inliner prefixes inlined instructions' op_names with the call's, so the value of
@@ -57,17 +61,18 @@ def _value_op_names(module: Module, computation: str, name: str) -> list[str]:
     ``<call op_name>/<root op_name>`` (a root without metadata has its name as op_name).
     """
     names = [source_tag(name)]
-    comp = next((c for c in module.computations if c.name == computation), None)
-    inst = next((i for i in comp.instructions if i.name == name), None) if comp else None
+    inst = index.get((computation, name))
     while inst is not None and inst.opcode == "call" and inst.called_computations:
-        inst = module.computation(inst.called_computations[0]).root
+        inst = roots.get(inst.called_computations[0])
+        if inst is None:
+            break
         match = _OP_NAME.search(inst.attrs.get("metadata", ""))
         names.append(f"{names[-1]}/{match.group(1) if match else inst.name}")
     return names
 
 
-def _bitcast_op_names(module: Module, tensor: LayoutTensor, constrained: set[tuple[str, str, int]]
-                      ) -> list[str]:
+def _bitcast_op_names(index: _Index, roots: dict[str, Instruction], tensor: LayoutTensor,
+                      constrained: set[tuple[str, str, int]]) -> list[str]:
     """op_names a reshape's output carries when XLA makes it a bitcast of its operand's value.
 
     Such a bitcast inherits the op_name of the value it reinterprets: the reshape's input
@@ -81,7 +86,7 @@ def _bitcast_op_names(module: Module, tensor: LayoutTensor, constrained: set[tup
         names.append(constraint_tag(f"{tensor.node}.tgt_in1"))
     if (tensor.computation, operand, 0) in constrained:
         return [*names, constraint_tag(operand), source_tag(f"{operand}.tgt_out")]
-    return names + _value_op_names(module, tensor.computation, operand)
+    return names + _value_op_names(index, roots, tensor.computation, operand)
 
 
 def bitcast_sources(space: LayoutSpace, config: LayoutConfig) -> set[tuple[str, str]]:
@@ -108,6 +113,8 @@ def constraint_slots(module: Module, space: LayoutSpace,
                if k in tensors and tensors[k].slot == 0}
     constrained = {(tensors[k].computation, tensors[k].node, tensors[k].slot)
                    for k, _ in config.layouts if k in tensors}
+    index = {(c.name, i.name): i for c, i in module.instructions()}
+    roots = {c.name: c.root for c in module.computations}
     slots = []
     for key, layout in config.layouts:
         tensor = tensors[key]
@@ -119,8 +126,8 @@ def constraint_slots(module: Module, space: LayoutSpace,
             "element_type": tensor.element_type, "dims": list(tensor.dims),
             "wanted": list(layout), "tag": constraint_tag(_constraint_name(tensor)),
             "value": source_tag(value),
-            "value_tags": (_value_op_names(module, tensor.computation, value)
-                           + _bitcast_op_names(module, tensor, constrained)),
+            "value_tags": (_value_op_names(index, roots, tensor.computation, value)
+                           + _bitcast_op_names(index, roots, tensor, constrained)),
             "node_tag": source_tag(node),
         })
     return slots
