@@ -42,6 +42,10 @@ def test_noop_crash_duplicate_and_real_configs(convnet_source):
     realized = json.loads(rows[2]["realized"])
     assert realized["copies"] == rows[2]["num_copies"]
     assert json.loads(rows[2]["config"]) != json.loads(rows[0]["config"])
+    # The forced layout is verified in the optimized module, per slot.
+    assert json.loads(rows[0]["honoured"]) == {}
+    assert [s["honoured"] for s in realized["slots"]] == [True]
+    assert json.loads(rows[2]["honoured"]) == {realized["slots"][0]["node"]: {"output": True}}
     # npz arrays hold only distinct measured labels, TpuGraphs dtypes and shapes.
     feat, runtime = result.arrays["node_config_feat"], result.arrays["config_runtime"]
     assert feat.shape == (3, space.num_config_nodes, 18) and feat.dtype == np.float32

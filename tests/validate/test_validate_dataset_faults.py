@@ -203,6 +203,7 @@ CASES = [
     cfg("dataset.npz_row_duplicate", "npz_row", 3, 2, "dataset.npz_row_unreferenced"),
     Case("npz_row_unreferenced", "dataset.npz_row_unreferenced", _drop_config_row),
     cfg("dataset.ok_runtime_invalid", "runtime_min_ns", 2, 0),
+    cfg("dataset.honoured_invalid", "honoured", 2, '{"no_such_node": {"output": true}}'),
     graph_cell("dataset.split_overlap", "program", GRAPH_B, "tiny_a"),
     graph_cell("dataset.split_overlap", "fingerprint", GRAPH_B, "a" * 64),
 ]

@@ -20,9 +20,9 @@ import numpy as np
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.configs.layout import LayoutSpace
 from tpugraphs_tools.errors import ConfigError
-from tpugraphs_tools.measure.apply import apply_layout_config
+from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
-from tpugraphs_tools.measure.realized import options_key
+from tpugraphs_tools.measure.realized import honoured_json, options_key
 from tpugraphs_tools.measure.worker import COMPILE_ERROR, DUPLICATE, NOOP, OK, Job, SessionSpec
 
 
@@ -63,6 +63,7 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: LayoutOptio
         "is_default": config.is_default, "status": result["status"],
         "config": json.dumps(config.to_json(space), sort_keys=True),
         "realized": json.dumps(realized, sort_keys=True) if realized else None,
+        "honoured": honoured_json(realized),
         "num_copies": realized.get("copies"),
         "optimized_fingerprint": realized.get("fingerprint"),
         "duplicate_of": result.get("duplicate_of"),
@@ -118,7 +119,6 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
                 record(0, {"status": OK, "timing": info["timing"],
                            "default_timing": info["timing"], "realized": info["realized"],
                            "compile_seconds": info["compile_seconds"], "max_abs_error": 0.0})
-            tensors = space.by_key()
             jobs = []
             for index in todo:
                 if index == 0:
@@ -129,8 +129,8 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
                 except ConfigError as exc:
                     record(index, {"status": COMPILE_ERROR, "error": str(exc)})
                     continue
-                nodes = sorted({tensors[key].node for key, _ in config.layouts})
-                jobs.append(Job(index, job_text, nodes=nodes, fault=opts.faults.get(index)))
+                jobs.append(Job(index, job_text, slots=constraint_slots(module, space, config),
+                                fault=opts.faults.get(index)))
             measurer.run(jobs, known, lambda result: record(result["index"], result))
             restarts = measurer.restarts
     ordered = [rows[i] for i in range(len(configs))]

@@ -3,6 +3,14 @@
 Slots follow TpuGraphs' 18 layout features: slot 0 is the node's output, slot 1 its first
 operand (input / lhs), slot 2 its second operand (convolution kernel, dot rhs). A slot left to
 the compiler is encoded as six −1; a chosen layout as its minor_to_major followed by −1 padding.
+
+Physical identity: a dense layout's memory order is fixed by the order of the dims larger than
+1 (a size-1 dim always has index 0, so its stride never matters; a tensor with a 0-size dim holds
+nothing). Two ``minor_to_major`` of one tensor are the same memory order iff their
+:func:`physical_order` is equal. Only tensors with at least two dims larger than 1 (and none of
+size 0) can be laid out in more than one way, so only they are configurable, and every chosen
+layout is stored as its canonical representative (:meth:`LayoutTensor.canonical`): equal
+configs are then exactly the physically identical ones.
 """
 
 from __future__ import annotations
@@ -28,15 +36,50 @@ class LayoutTensor:
     node_index: int
     node: str
     computation: str
+    opcode: str
     slot: int
     operand: str | None      # producing instruction for input slots; None for the output
     element_type: str
     dims: tuple[int, ...]
     default: Layout          # the layout the module states (row-major for jax lowerings)
+    node_operands: tuple[str, ...] = ()   # the node's operands (a reshape's output is theirs)
 
     @property
     def rank(self) -> int:
         return len(self.dims)
+
+    @property
+    def can_differ(self) -> bool:
+        """Whether two layouts of this tensor can be different memory orders."""
+        return can_differ(self.dims)
+
+    def physical(self, layout: Layout) -> Layout:
+        return physical_order(self.dims, layout)
+
+    def canonical(self, layout: Layout) -> Layout:
+        """The representative ``minor_to_major`` of ``layout``'s memory order.
+
+        The dims larger than 1 take, in ``layout``'s order, the positions they hold in the
+        default layout; size-1 dims stay where the default has them. So the representative is
+        always a valid permutation, and it *is* the default when the order is the default's.
+        """
+        order = iter(self.physical(layout))
+        return tuple(next(order) if self.dims[d] > 1 else d for d in self.default)
+
+    def is_default_order(self, layout: Layout) -> bool:
+        return self.physical(layout) == self.physical(self.default)
+
+
+def physical_order(dims: tuple[int, ...], layout: Layout) -> Layout:
+    """The dims larger than 1 in ``layout``'s minor-to-major order (empty if any dim is 0)."""
+    if any(d == 0 for d in dims):
+        return ()
+    return tuple(d for d in layout if dims[d] > 1)
+
+
+def can_differ(dims: tuple[int, ...]) -> bool:
+    """At least two dims larger than 1 and none empty: more than one memory order exists."""
+    return all(d != 0 for d in dims) and sum(d > 1 for d in dims) >= 2
 
 
 @dataclass
@@ -49,13 +92,29 @@ class LayoutSpace:
     def by_key(self) -> dict[tuple[int, int], LayoutTensor]:
         return {(t.config_index, t.slot): t for t in self.tensors}
 
+    def canonical(self, config: LayoutConfig) -> LayoutConfig:
+        """``config`` with every layout replaced by its canonical representative."""
+        tensors = self.by_key()
+        return LayoutConfig.of({key: tensors[key].canonical(layout) if key in tensors else layout
+                                for key, layout in config.layouts})
+
 
 def _row_major(rank: int) -> Layout:
     return tuple(range(rank - 1, -1, -1))
 
 
 def layout_space(module: Module) -> LayoutSpace:
-    """Configurable tensors of ``module`` (rank ≥ 2: lower ranks have a single layout)."""
+    """Configurable tensors of ``module``: the slot tensors whose layouts can differ."""
+    space = slot_tensors(module)
+    return LayoutSpace(space.num_config_nodes, [t for t in space.tensors if t.can_differ])
+
+
+def slot_tensors(module: Module) -> LayoutSpace:
+    """Every array slot tensor of rank 2–6 of the configurable nodes, trivial ones included.
+
+    What the config space held before size-1 dims were taken into account; kept for the
+    measurement of how many of them have a single memory order (bench/bench_layout_space.py).
+    """
     tensors: list[LayoutTensor] = []
     config_index = 0
     for node_index, (comp, inst) in enumerate(module.instructions()):
@@ -72,8 +131,9 @@ def layout_space(module: Module) -> LayoutSpace:
             if shape.is_tuple or not 2 <= shape.rank <= MAX_RANK:
                 continue
             default = shape.minor_to_major or _row_major(shape.rank)
-            tensors.append(LayoutTensor(config_index, node_index, inst.name, comp.name, slot,
-                                        operand, shape.element_type, shape.dims, tuple(default)))
+            tensors.append(LayoutTensor(config_index, node_index, inst.name, comp.name,
+                                        inst.opcode, slot, operand, shape.element_type,
+                                        shape.dims, tuple(default), tuple(inst.operands)))
         config_index += 1
     return LayoutSpace(config_index, tensors)
 

@@ -4,6 +4,11 @@
 TpuGraphs' default collection. ``random``: every configurable tensor gets a random layout, like
 TpuGraphs' random collection. Both always start with the all-default config (index 0), which
 is the reference every other config is timed against.
+
+Layouts are drawn over memory orders, not over permutations: a random order of the dims larger
+than 1, stored as its canonical ``minor_to_major`` (configs/layout.py). So two emitted configs
+are never the same program, a perturbation never restates the default's order, and a tensor
+with k dims larger than 1 gets each of its k! orders with equal chance.
 """
 
 from __future__ import annotations
@@ -16,11 +21,14 @@ STRATEGIES = ("default", "random")
 
 
 def _random_layout(rng: np.random.Generator, tensor: LayoutTensor, avoid_default: bool) -> Layout:
+    """A canonical layout of a uniformly drawn memory order (not the default's if asked)."""
+    big = [d for d in tensor.default if tensor.dims[d] > 1]
     for _ in range(16):
-        layout = tuple(int(d) for d in rng.permutation(tensor.rank))
-        if not avoid_default or layout != tensor.default:
+        layout = tensor.canonical(tuple(big[int(i)] for i in rng.permutation(len(big))))
+        if not avoid_default or not tensor.is_default_order(layout):
             return layout
-    return tuple(reversed(tensor.default))
+    # Tensors in the space have ≥ 2 dims > 1: reversing their order always differs.
+    return tensor.canonical(tuple(reversed(big)))
 
 
 def _perturbation(rng: np.random.Generator, space: LayoutSpace) -> LayoutConfig:
@@ -40,7 +48,12 @@ def _fully_random(rng: np.random.Generator, space: LayoutSpace) -> LayoutConfig:
 
 def generate_configs(space: LayoutSpace, count: int, strategy: str = "default",
                      seed: int = 0) -> list[LayoutConfig]:
-    """``count`` distinct configs (fewer if the space is smaller), default config first."""
+    """``count`` physically distinct configs (fewer if the space is smaller), default first.
+
+    Configs are deduplicated on their canonical form; for ``random`` a config stating every
+    tensor's default order is still distinct from the all-default one (explicit layouts vs
+    "the compiler picks"), as in TpuGraphs.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     rng = np.random.default_rng(seed)
@@ -52,7 +65,7 @@ def generate_configs(space: LayoutSpace, count: int, strategy: str = "default",
     attempts = 0
     while len(configs) < count and attempts < 20 * count:
         attempts += 1
-        config = make(rng, space)
+        config = space.canonical(make(rng, space))
         if config not in seen:
             seen.add(config)
             configs.append(config)

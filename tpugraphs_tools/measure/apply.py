@@ -7,15 +7,139 @@ rewired. The wanted layout is written both on the custom-call's result shape and
 ``operand_layout_constraints``: XLA's HLO→MLIR conversion drops the result layout when the
 latter is missing, and the constraint is then silently ignored (measured; see
 docs/layout-collection.md).
+
+The compile route (HLO → MLIR → HLO) renames instructions but keeps ``metadata.op_name``, and
+the copies layout assignment inserts inherit the op_name of the value they copy. So every
+constraint is tagged ``tgt.constraint:<its name>``, and the constrained node and the operands
+constraints read ``tgt.source:<their name>``: measure/realized.py finds the constrained tensors
+in the optimized module by these tags (:func:`constraint_slots` lists what to look for).
 """
 
 from __future__ import annotations
 
-from tpugraphs_tools.configs.layout import Layout, LayoutConfig, LayoutSpace, LayoutTensor
+import re
+from typing import Any
+
+from tpugraphs_tools.configs.layout import SLOTS, Layout, LayoutConfig, LayoutSpace, LayoutTensor
 from tpugraphs_tools.errors import ConfigError
+from tpugraphs_tools.hlo.module import Instruction, Module
 from tpugraphs_tools.hlo.text import computation_header, match_close, split_top_level
 
 CONSTRAINT_TARGET = "LayoutConstraint"
+_METADATA = re.compile(r",\s*metadata=\{")
+_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+
+
+def constraint_tag(name: str) -> str:
+    return f"tgt.constraint:{name}"
+
+
+def source_tag(name: str) -> str:
+    return f"tgt.source:{name}"
+
+
+def _constraint_name(tensor: LayoutTensor) -> str:
+    return tensor.node if tensor.slot == 0 else f"{tensor.node}.tgt_in{tensor.slot}"
+
+
+def _value_producer(tensor: LayoutTensor, outputs: set[tuple[str, str]]) -> str:
+    """The instruction computing the constrained value, in the constrained text."""
+    if tensor.slot == 0 or (tensor.computation, tensor.operand) in outputs:
+        return f"{tensor.operand if tensor.slot else tensor.node}.tgt_out"
+    return tensor.operand or ""
+
+
+_Index = dict[tuple[str, str], Instruction]
+
+
+def _value_op_names(index: _Index, roots: dict[str, Instruction], computation: str,
+                    name: str) -> list[str]:
+    """op_names the value of ``name`` can carry after compiling.
+
+    The call inliner prefixes inlined instructions' op_names with the call's, so the value of
+    a ``call`` (jax's ``jit_relu_`` and friends) is the callee root's, renamed
+    ``<call op_name>/<root op_name>`` (a root without metadata has its name as op_name).
+    """
+    names = [source_tag(name)]
+    inst = index.get((computation, name))
+    while inst is not None and inst.opcode == "call" and inst.called_computations:
+        inst = roots.get(inst.called_computations[0])
+        if inst is None:
+            break
+        match = _OP_NAME.search(inst.attrs.get("metadata", ""))
+        names.append(f"{names[-1]}/{match.group(1) if match else inst.name}")
+    return names
+
+
+def _bitcast_op_names(index: _Index, roots: dict[str, Instruction], tensor: LayoutTensor,
+                      constrained: set[tuple[str, str, int]]) -> list[str]:
+    """op_names a reshape's output carries when XLA makes it a bitcast of its operand's value.
+
+    Such a bitcast inherits the op_name of the value it reinterprets: the reshape's input
+    constraint, the operand's output constraint, or the operand itself.
+    """
+    if tensor.opcode != "reshape" or tensor.slot != 0 or not tensor.node_operands:
+        return []
+    operand = tensor.node_operands[0]
+    names = []
+    if (tensor.computation, tensor.node, 1) in constrained:
+        names.append(constraint_tag(f"{tensor.node}.tgt_in1"))
+    if (tensor.computation, operand, 0) in constrained:
+        return [*names, constraint_tag(operand), source_tag(f"{operand}.tgt_out")]
+    return names + _value_op_names(index, roots, tensor.computation, operand)
+
+
+def bitcast_sources(space: LayoutSpace, config: LayoutConfig) -> set[tuple[str, str]]:
+    """Operands of output-constrained reshapes that need a source tag of their own."""
+    tensors = space.by_key()
+    chosen = [tensors[k] for k, _ in config.layouts if k in tensors]
+    outputs = {(t.computation, t.node) for t in chosen if t.slot == 0}
+    return {(t.computation, t.node_operands[0]) for t in chosen
+            if t.slot == 0 and t.opcode == "reshape" and t.node_operands
+            and (t.computation, t.node_operands[0]) not in outputs}
+
+
+def constraint_slots(module: Module, space: LayoutSpace,
+                     config: LayoutConfig) -> list[dict[str, Any]]:
+    """What measure/realized.py must find for each constrained slot (JSON-able).
+
+    ``value`` names the constrained value (slots with equal ``value`` constrain the same
+    value: an input slot reading a constrained output, or two slots reading one operand),
+    ``value_tags`` the op_names its producer can carry, ``tag`` the constraint's and
+    ``node_tag`` the constrained node's own op_name.
+    """
+    tensors = space.by_key()
+    outputs = {(tensors[k].computation, tensors[k].node) for k, _ in config.layouts
+               if k in tensors and tensors[k].slot == 0}
+    constrained = {(tensors[k].computation, tensors[k].node, tensors[k].slot)
+                   for k, _ in config.layouts if k in tensors}
+    index = {(c.name, i.name): i for c, i in module.instructions()}
+    roots = {c.name: c.root for c in module.computations}
+    slots = []
+    for key, layout in config.layouts:
+        tensor = tensors[key]
+        value = _value_producer(tensor, outputs)
+        node = (f"{tensor.node}.tgt_out" if (tensor.computation, tensor.node) in outputs
+                else tensor.node)
+        slots.append({
+            "node": tensor.node, "slot": SLOTS[tensor.slot], "opcode": tensor.opcode,
+            "element_type": tensor.element_type, "dims": list(tensor.dims),
+            "wanted": list(layout), "tag": constraint_tag(_constraint_name(tensor)),
+            "value": source_tag(value),
+            "value_tags": (_value_op_names(index, roots, tensor.computation, value)
+                           + _bitcast_op_names(index, roots, tensor, constrained)),
+            "node_tag": source_tag(node),
+        })
+    return slots
+
+
+def _with_op_name(line: str, op_name: str) -> str:
+    """``line`` with its metadata replaced by ``{op_name="..."}`` (added when absent)."""
+    match = _METADATA.search(line)
+    if match is None:
+        return f'{line}, metadata={{op_name="{op_name}"}}'
+    close = match_close(line, match.end() - 1)
+    return f'{line[:match.start()]}, metadata={{op_name="{op_name}"}}{line[close + 1:]}'
 
 
 def _shape_text(tensor: LayoutTensor, layout: Layout) -> str:
@@ -28,7 +152,8 @@ def _constraint_line(name: str, operand: str, tensor: LayoutTensor, layout: Layo
     shape = _shape_text(tensor, layout)
     prefix = "ROOT " if root else ""
     return (f"  {prefix}{sigil}{name} = {shape} custom-call({sigil}{operand}), "
-            f'custom_call_target="{CONSTRAINT_TARGET}", operand_layout_constraints={{{shape}}}')
+            f'custom_call_target="{CONSTRAINT_TARGET}", operand_layout_constraints={{{shape}}}, '
+            f'metadata={{op_name="{constraint_tag(name)}"}}')
 
 
 def _replace_operand(line: str, index: int, new_name: str, sigil: str) -> str:
@@ -71,6 +196,13 @@ def apply_layout_config(text: str, space: LayoutSpace, config: LayoutConfig) -> 
             raise ConfigError(f"{tensor.node} slot {tensor.slot}: {layout} is not a "
                               f"permutation of {tensor.rank} dims")
         wanted.setdefault((tensor.computation, tensor.node), []).append((tensor, layout))
+    # Operands read by an input constraint get a source tag, unless they are constraints.
+    constrained_outputs = {(t.computation, t.node) for todo in wanted.values()
+                           for t, _ in todo if t.slot == 0}
+    sources = {(t.computation, t.operand) for todo in wanted.values() for t, _ in todo
+               if t.slot != 0 and (t.computation, t.operand) not in constrained_outputs}
+    sources |= set(wanted)  # the constrained nodes themselves: what they read and write
+    sources |= bitcast_sources(space, config)
     out: list[str] = []
     computation = None
     applied = 0
@@ -79,6 +211,8 @@ def apply_layout_config(text: str, space: LayoutSpace, config: LayoutConfig) -> 
         if header is not None:
             computation = header[0]
         parsed = _instruction_name(line) if computation is not None else None
+        if parsed and (computation, parsed[0]) in sources:
+            line = _with_op_name(line, source_tag(parsed[0]))
         todo = wanted.get((computation, parsed[0])) if parsed else None
         if not todo:
             out.append(line)
@@ -98,6 +232,7 @@ def apply_layout_config(text: str, space: LayoutSpace, config: LayoutConfig) -> 
             renamed = f"{name}.tgt_out"
             node_line = node_line.replace(f"{sigil}{name} = ", f"{sigil}{renamed} = ", 1)
             node_line = node_line.replace("ROOT ", "", 1) if is_root else node_line
+            node_line = _with_op_name(node_line, source_tag(renamed))
             out.append(node_line)
             out.append(_constraint_line(name, renamed, tensor, layout, sigil, is_root))
             applied += 1

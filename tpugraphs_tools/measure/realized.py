@@ -1,15 +1,40 @@
-"""What the compiler actually did with a config, read back from the optimized module."""
+"""What the compiler actually did with a config, read back from the optimized module.
+
+Instruction names do not survive the HLO → MLIR → HLO compile route (``conv.2.tgt_out``
+becomes ``conv_2_tgt_out.1``, and the optimized module reuses original names for unrelated
+instructions), so constrained tensors are found by the ``op_name`` tags measure/apply.py puts
+on each constraint and on the value it constrains; the copies layout assignment inserts inherit
+the op_name of the value they copy. For each constrained slot the evidence is:
+
+- *constraint*: a non-fusion instruction tagged with the constraint reads an operand of the
+  tensor's element type and dims: that operand holds the constrained value (a copy out of
+  the requested layout reads it, in whatever layout it really has);
+- *producer*: a non-fusion instruction tagged with the value's producer, of the tensor's
+  element type and dims: the value itself or a copy of it (the copy into the requested layout);
+- *same value*: an input constraint that reads another constraint (the operand's output is
+  constrained too) holds the same value: one's evidence in a layout of the same memory order
+  counts for the other.
+
+``honoured`` is true when some evidence has the requested memory order (size-1 dims ignored),
+false when the tensor was located but only in other orders, null when nothing was located.
+Evidence is a set, so the record does not depend on instruction order or names.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections import defaultdict
 from typing import Any
 
-from tpugraphs_tools.hlo.module import Module
+from tpugraphs_tools.configs.layout import SLOTS as SLOT_NAMES
+from tpugraphs_tools.configs.layout import physical_order
+from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
 from tpugraphs_tools.hlo.sources import fingerprint
 
 COPY_OPCODES = frozenset({"copy", "transpose"})
+_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 
 
 def options_key(optimized_fingerprint: str, options: dict[str, Any] | None) -> str:
@@ -18,19 +43,89 @@ def options_key(optimized_fingerprint: str, options: dict[str, Any] | None) -> s
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def realized_layouts(optimized: Module, nodes: list[str]) -> dict[str, Any]:
-    """Copies/transposes XLA inserted, and the final layout of each configured node found.
+def op_name(inst: Instruction) -> str | None:
+    match = _OP_NAME.search(inst.attrs.get("metadata", ""))
+    return match.group(1) if match else None
 
-    A configured node keeps its name (or ``<name>.tgt_out`` when its output was constrained)
-    unless a fusion swallowed it; then its layout is reported as null.
-    """
-    copies = 0
-    by_name: dict[str, list[int] | None] = {}
-    for _, inst in optimized.instructions():
-        if inst.opcode in COPY_OPCODES:
-            copies += 1
-        base = inst.name[:-len(".tgt_out")] if inst.name.endswith(".tgt_out") else inst.name
-        if base in nodes and not inst.shape.is_tuple:
-            by_name[base] = list(inst.shape.minor_to_major or ())
-    return {"copies": copies, "layouts": {n: by_name.get(n) for n in nodes},
+
+def _matches(shape: Shape | None, slot: dict[str, Any]) -> bool:
+    return (shape is not None and not shape.is_tuple and shape.element_type == slot["element_type"]
+            and list(shape.dims) == slot["dims"] and shape.minor_to_major is not None)
+
+
+def _evidence(optimized: Module, slots: list[dict[str, Any]]
+              ) -> tuple[dict[str, set[tuple[int, ...]]], list[set[tuple[int, ...]]]]:
+    """Layouts each constrained value was seen in, and per slot those the node itself used."""
+    tagged: dict[str, list[tuple[Computation, Instruction]]] = defaultdict(list)
+    for comp in optimized.computations:
+        for inst in comp.instructions:
+            name = op_name(inst)
+            if name is not None and name.startswith("tgt.") and inst.opcode != "fusion":
+                tagged[name].append((comp, inst))
+    shapes: dict[str, dict[str, Shape]] = {}
+
+    def operand_shapes(comp: Computation, inst: Instruction) -> list[Shape | None]:
+        by_name = shapes.setdefault(comp.name, {i.name: i.shape for i in comp.instructions})
+        return [by_name.get(operand) for operand in inst.operands]
+
+    values: dict[str, set[tuple[int, ...]]] = defaultdict(set)
+    nodes = []
+    for slot in slots:
+        seen = values[slot["value"]]
+        for comp, inst in tagged.get(slot["tag"], []):   # copies out of / into the constraint
+            seen |= {tuple(s.minor_to_major) for s in [inst.shape, *operand_shapes(comp, inst)]
+                     if _matches(s, slot)}
+        for tag in slot["value_tags"]:                   # the producer and copies of it
+            seen |= {tuple(inst.shape.minor_to_major) for _, inst in tagged.get(tag, [])
+                     if _matches(inst.shape, slot)}
+        node: set[tuple[int, ...]] = set()
+        index = SLOT_NAMES.index(slot["slot"]) - 1       # operand index; -1 is the output
+        for comp, inst in tagged.get(slot["node_tag"], []):
+            if inst.opcode != slot["opcode"]:
+                continue
+            operands = operand_shapes(comp, inst)
+            shape = inst.shape if index < 0 else (operands[index] if index < len(operands)
+                                                  else None)
+            if _matches(shape, slot):
+                node.add(tuple(shape.minor_to_major))
+        seen |= node
+        nodes.append(node)
+    return values, nodes
+
+
+def check_slots(optimized: Module, slots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per constrained slot: requested layout, layouts found, ``honoured``."""
+    values, nodes = _evidence(optimized, slots)
+    records = []
+    for slot, node in zip(slots, nodes, strict=True):
+        dims = tuple(slot["dims"])
+        found = sorted(values[slot["value"]])
+        order = physical_order(dims, tuple(slot["wanted"]))
+        match = [lay for lay in found if physical_order(dims, lay) == order]
+        realized = match[0] if match else (found[0] if found else None)
+        used = sorted(node)
+        records.append({
+            "node": slot["node"], "slot": slot["slot"], "wanted": slot["wanted"],
+            "realized": list(realized) if realized is not None else None,
+            "found": [list(lay) for lay in found],
+            "honoured": True if match else (False if found else None),
+            "node_layout": list(used[0]) if len(used) == 1 else None,
+        })
+    return records
+
+
+def realized_layouts(optimized: Module, slots: list[dict[str, Any]]) -> dict[str, Any]:
+    """Copies/transposes XLA inserted, the per-slot check, the optimized fingerprint."""
+    copies = sum(inst.opcode in COPY_OPCODES for _, inst in optimized.instructions())
+    return {"copies": copies, "slots": check_slots(optimized, slots),
             "fingerprint": fingerprint(optimized)}
+
+
+def honoured_json(realized: dict[str, Any] | None) -> str | None:
+    """configs.parquet ``honoured``: node → slot → true/false/null, like ``config``."""
+    if not realized or "slots" not in realized:
+        return None
+    out: dict[str, dict[str, bool | None]] = {}
+    for record in realized["slots"]:
+        out.setdefault(record["node"], {})[record["slot"]] = record["honoured"]
+    return json.dumps(out, sort_keys=True)

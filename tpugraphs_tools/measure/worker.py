@@ -39,7 +39,7 @@ class Job:
 
     index: int
     text: str
-    nodes: list[str] = field(default_factory=list)
+    slots: list[dict[str, Any]] = field(default_factory=list)  # apply.constraint_slots
     options: dict[str, Any] | None = None
     fault: str | None = None  # tests only: "crash" | "hang" | "raise" | "crash_run"
 

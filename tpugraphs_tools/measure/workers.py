@@ -38,7 +38,8 @@ def _inject(fault: str | None) -> None:
 
 
 def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
-                     spec: SessionSpec, nodes: list[str]) -> tuple[Any, dict[str, Any], str, str]:
+                     spec: SessionSpec, slots: list[dict[str, Any]]
+                     ) -> tuple[Any, dict[str, Any], str, str]:
     """Compile, read the optimized module back: (executable, realized, dedupe key, HLO text).
 
     The key is (optimized fingerprint, options), or with ``spec.dedupe_on_code`` (optimized
@@ -54,7 +55,7 @@ def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
     else:
         exe = C.compile_text(text, signature, options, spec.backend)
     optimized_text = exe.hlo_modules()[0].to_string()
-    realized = realized_layouts(parse_hlo_text(optimized_text, source="optimized"), nodes)
+    realized = realized_layouts(parse_hlo_text(optimized_text, source="optimized"), slots)
     if spec.dedupe_on_code:
         realized["code_hash"] = code
         # No dumped code means library/runtime thunks only: the HLO decides everything.
@@ -88,7 +89,7 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             if job.fault != "crash_run":
                 _inject(job.fault)
             exe, realized, key, optimized_text = compile_and_read(job.text, signature, options,
-                                                                  spec, job.nodes)
+                                                                  spec, job.slots)
             payload = {"index": job.index, "compile_seconds": time.perf_counter() - start,
                        "realized": realized, "key": key, "fault": job.fault,
                        "executable": client.serialize_executable(exe)}

@@ -105,6 +105,8 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.npz_row_duplicate", ERROR, "two config rows of a graph share an npz_row"),
     ("dataset.npz_row_unreferenced", WARNING, "npz config row no ok config row points at"),
     ("dataset.ok_runtime_invalid", ERROR, "ok config row with null or <= 0 runtime_min_ns"),
+    ("dataset.honoured_invalid", ERROR, "configs honoured is not JSON node -> slot -> "
+                                        "true/false/null over exactly the config's slots"),
     ("dataset.split_overlap", ERROR, "a program/fingerprint (or official file stem) is in "
                                      "two splits"),
     ("dataset.collection_unknown", ERROR, "cannot tell whether an npz is layout or tile"),

@@ -8,12 +8,14 @@ a fingerprint, else the same model leaks from train into test.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
+from tpugraphs_tools.configs.layout import SLOTS
 from tpugraphs_tools.validate.npz_file import NpzSummary
 from tpugraphs_tools.validate.report import Report
 
@@ -32,6 +34,41 @@ class ConfigRefs:
 
     rel: str
     by_graph: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def _honoured_problem(honoured: str, config: str | None) -> str | None:
+    """Why a configs row's ``honoured`` JSON is invalid, or None when it is fine."""
+    try:
+        value = json.loads(honoured)
+        wanted = json.loads(config) if config else {}
+    except (TypeError, ValueError) as exc:
+        return f"honoured or config is not valid JSON ({exc})"
+    if not isinstance(value, dict) or not all(
+            isinstance(slots, dict) and set(slots) <= set(SLOTS)
+            and all(v is None or isinstance(v, bool) for v in slots.values())
+            for slots in value.values()):
+        return "honoured must map node -> slot (output/input/kernel) -> true/false/null"
+    keys = {(n, s) for n, slots in value.items() for s in slots}
+    asked = ({(n, s) for n, slots in wanted.items() if isinstance(slots, dict) for s in slots}
+             if isinstance(wanted, dict) else set())
+    if keys != asked:
+        return (f"honoured covers {len(keys)} slots but config constrains {len(asked)}: "
+                "every constrained slot has exactly one honoured flag")
+    return None
+
+
+def _check_honoured(rows: pl.DataFrame, rel: str, report: Report) -> None:
+    """honoured is JSON node → slot → bool|null with exactly the config's constrained slots."""
+    bad = []
+    for index, honoured, config in rows.filter(pl.col("honoured").is_not_null()).select(
+            "__row", "honoured", "config").iter_rows():
+        problem = _honoured_problem(honoured, config)
+        if problem is not None:
+            bad.append((index, problem))
+    if bad:
+        index, problem = bad[0]
+        report.emit("dataset.honoured_invalid", problem + _more(len(bad)), rel,
+                    key="honoured", index=index)
 
 
 def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
@@ -62,6 +99,8 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
             report.emit("dataset.ok_runtime_invalid", f"ok config has runtime_min_ns "
                         f"{row['runtime_min_ns']}{_more(bad.height)}", rel,
                         key="runtime_min_ns", index=row["__row"])
+    if {"honoured", "config"} <= set(df.columns):
+        _check_honoured(rows, rel, report)
     with_row = rows.filter(pl.col("npz_row").is_not_null() & pl.col("graph_id").is_not_null())
     dup = with_row.filter(pl.struct("graph_id", "npz_row").is_duplicated())
     if dup.height:
