@@ -392,7 +392,7 @@ def test_parse_error_names_source_and_line() -> None:
      "this is not an instruction", 5),
     (entry_module("  x = f32[4]{0} parameter(0)\n  y = f32[4]{0} add(x, x"), "add(x, x", 5),
     ("HloModule t\n\nENTRY main {\n  x = f32[] parameter(0)\n", "never closed", 3),
-    ("HloModule t\n", "no computations", None),
+    ("HloModule t\n", "no computations", 1),
     (entry_module("  x = f32[] parameter(0)\n  ROOT c = f32[] call(x), to_apply=nowhere"),
      "nowhere", 5),
 ])

@@ -88,7 +88,7 @@ def read_statements(statements: list[Statement], source: str) -> Parts:
             except ValueError as exc:
                 raise StatementError(str(exc), lineno) from None
     if not parts.comps:
-        raise HloParseError("no computations found", source=source)
+        raise StatementError("no computations found", 1, layout=True)
     return parts
 
 

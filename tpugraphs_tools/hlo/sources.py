@@ -112,12 +112,27 @@ def from_file(path: str | Path, stage: str = "unoptimized") -> HloSource:
         except UnicodeDecodeError:
             raise HloParseError("not UTF-8 text; pass a .pb for binary protos",
                                 source=str(path)) from None
-        verdict = xla_verdict(text.encode(), "text", str(path))
+        try:
+            verdict = xla_verdict(text.encode(), "text", str(path))
+        except HloParseError as refused:
+            raise _explained(refused, text, str(path)) from None
         module = parse_hlo_text(text, source=str(path), check_opcodes=not verdict.available,
                                 xla_async=verdict.async_names)
         return HloSource(module, text, None, "hlo-text", stage, str(path))
     raise HloParseError(f"unknown HLO file type (expected one of "
                         f"{TEXT_SUFFIXES + PROTO_SUFFIXES})", source=str(path))
+
+
+def _explained(refused: HloParseError, text: str, source: str) -> HloParseError:
+    """XLA's refusal, plus tgt's own reading of the same line when it says more (XLA reports
+    a second HloModule as "expects name")."""
+    try:
+        parse_hlo_text(text, source=source)
+    except HloParseError as ours:
+        if ours.line == refused.line and refused.line is not None:
+            return HloParseError(f"{refused.message} ({ours.message})", source=source,
+                                 line=refused.line)
+    return refused
 
 
 def stored_hlo(src: HloSource) -> tuple[bytes, str]:

@@ -142,7 +142,12 @@ def _one_value(value: str) -> bool:
     """An attribute value is one token run: whitespace only inside its braces or quotes."""
     if " " not in value and "\t" not in value:
         return True
-    return (value[0] == "{" and value[-1] == "}") or (value[0] == '"' and value[-1] == '"')
+    if value[0] == '"':
+        return value[-1] == '"' and '" ' not in value[1:-1].replace('\\"', "")
+    if value[0] != "{" or value[-1] != "}":
+        return False
+    # "} " can only end a braced value early (``{...} ENTRY %main ...`` on one line): check
+    return "} " not in value or match_close(value, 0) == len(value) - 1
 
 
 def parse_attributes(text: str) -> dict[str, str]:

@@ -42,6 +42,7 @@ def refusal(message: str, source: str) -> HloParseError:
     if found:
         seen: list[str] = []
         for _, _, text in found:
+            text = text.rstrip(":")
             if text not in seen:
                 seen.append(text)
         return HloParseError(f"XLA refuses the module: {_one_line('; '.join(seen))}",
