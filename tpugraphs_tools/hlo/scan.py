@@ -97,7 +97,7 @@ class _Scanner:
 
     def run_end(self, i: int) -> int:
         """End (exclusive) of the value starting at ``i``: adjacent tokens and groups."""
-        if i >= len(self.toks) or self.toks[i].text in _STOP and self.toks[i].kind == "punct":
+        if i >= len(self.toks) or (self.toks[i].text in _STOP and self.toks[i].kind == "punct"):
             raise StatementError("expected a value", self.line(i))
         while True:
             i = self.close[i] + 1 if i in self.close else i + 1
