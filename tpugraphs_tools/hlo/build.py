@@ -34,6 +34,8 @@ class Parts:
     comps: dict[str, Computation] = field(default_factory=dict)
     comp_lines: dict[str, int] = field(default_factory=dict)
     entry: str | None = None
+    taken: set[str] = field(default_factory=set)     # instruction names, for async wrappers
+    counted: set[str] = field(default_factory=set)   # computations whose names are in taken
 
 
 def read_statements(statements: list[Statement], source: str) -> Parts:
@@ -131,7 +133,11 @@ def _wrap(start: Instruction, opcode: str, comp: Computation, parts: Parts,
         raise HloParseError(f"{start.name}: an async {opcode} start must have shape "
                             "((operand shapes...), result, ...)", source=source,
                             line=start.line)
-    taken = {i.name for c in [*parts.comps.values(), comp] for i in c.instructions}
+    taken = parts.taken  # filled on the first wrapper only: modules without async pay nothing
+    for c in [*parts.comps.values(), comp]:
+        if c.name not in parts.counted:
+            taken.update(i.name for i in c.instructions)
+            parts.counted.add(c.name)
     params: list[Instruction] = []
     for number, operand_shape in enumerate(shape.tuple_shapes[0].tuple_shapes):
         name = _unique("async_param", taken)
@@ -142,7 +148,9 @@ def _wrap(start: Instruction, opcode: str, comp: Computation, parts: Parts,
     wrapped = Instruction(_unique(opcode, taken), opcode, shape.tuple_shapes[1],
                           [p.name for p in params], attrs, is_root=True,
                           called_computations=start.called_computations, line=start.line)
+    taken.add(wrapped.name)
     name = _unique("async_wrapped", parts.comps)
+    parts.counted.add(name)
     thread = start.attrs.get("async_execution_thread", '"main"').strip('"')
     parts.comps[name] = Computation(name, [*params, wrapped], execution_thread=thread)
     start.attrs = {k: v for k, v in start.attrs.items() if k in _START_ATTRS}
