@@ -429,3 +429,36 @@ StackFrames
 1 {file_location_id=1 parent_frame_id=1}
 """)
     assert summary(parse_hlo_text(text)) == STYLES_EXPECTED
+
+
+def test_any_token_layout_xla_accepts_reads_the_same() -> None:
+    """Comments and line breaks between any two tokens (XLA's parser reads tokens)."""
+    odd = """HloModule styles /* header */ ,
+  entry_computation_layout={(f32[2,3]{1,0})->f32[2]{0}}
+add_f32 { a = f32[] parameter(0) b = f32[] parameter(1) ROOT s = f32[] add(a, b) }
+ENTRY main {
+  x = f32[2,3]{1,0}
+      parameter(0)  // the input
+  y = f32[2,3]{1,0} exponential(x), metadata={op_name="e"
+      source_line=2}
+  m = f32[2,3]{1,0} multiply(x,
+                             y)
+  z = f32[] constant(0) ROOT r = f32[2]{0} reduce(m, z), dimensions={1},
+      to_apply=add_f32
+}
+"""
+    from jax._src.lib import xla_client
+
+    xla_client.hlo.hlo_module_from_text(odd)  # XLA accepts it
+    module = parse_hlo_text(odd)
+    assert summary(module) == STYLES_EXPECTED
+    assert module.header == {"entry_computation_layout": "{(f32[2,3]{1,0})->f32[2]{0}}"}
+    a, b = featurize(module).arrays(), featurize(parse_hlo_text(PLAIN)).arrays()
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_scanner_errors_name_the_line_of_the_problem() -> None:
+    text = "HloModule m ENTRY main { x = f32[4]{0} parameter(0)\n ROOT y = f32[4]{0} add(x, x\n}"
+    with pytest.raises(HloParseError) as info:
+        parse_hlo_text(text, source="m.hlo")
+    assert str(info.value) == "m.hlo:2: '(' is not closed (found '}' at line 3)"
