@@ -9,6 +9,10 @@ and a reduce whose ``to_apply`` is a shared adder. Instructions carry metadata l
     .venv/bin/python bench/bench_featurize.py            # print the table, check the target
     .venv/bin/python bench/bench_featurize.py --write    # ... and update docs/benchmarks.md
 
+Two more rows, one run each: the same module written on one line (read by the token scanner,
+the reader's fallback for text not laid out one statement per line) and XLA's own parser run
+on it in a child process (what ``from_file`` adds before reading).
+
 Exit status 1 when featurize (best of ``--repeat``) is over ``--target`` seconds.
 """
 
@@ -30,6 +34,7 @@ if str(ROOT) not in sys.path:
 
 from tpugraphs_tools.features import featurize  # noqa: E402
 from tpugraphs_tools.hlo import parse_hlo_text  # noqa: E402
+from tpugraphs_tools.hlo.xla import xla_verdict  # noqa: E402
 
 DOC = ROOT / "docs" / "benchmarks.md"
 SECTION = "## Featurizer"
@@ -161,12 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     text = synth_hlo(args.instructions)
     parse_s, module = best_of(lambda: parse_hlo_text(text, source="synthetic"), args.repeat)
     feat_s, graph = best_of(lambda: featurize(module), args.repeat)
+    one_line = " ".join(line.strip() for line in text.splitlines())
+    scan_s, _ = best_of(lambda: parse_hlo_text(one_line, source="synthetic"), 1)
+    xla_s, _ = best_of(lambda: xla_verdict(text.encode(), "text", "synthetic"), 1)
     n = module.instruction_count
     ok = feat_s <= args.target
     rows = [
         ("parse (HLO text → Module)", parse_s, "—"),
         ("featurize (Module → arrays)", feat_s, f"≤ {args.target:g} s: {'OK' if ok else 'OVER'}"),
         ("total", parse_s + feat_s, "—"),
+        ("parse, same module on one line (token scanner), 1 run", scan_s, "—"),
+        ("XLA's verdict (`from_file` only; child process), 1 run", xla_s, "—"),
     ]
     table = [f"| stage | best of {args.repeat} (s) | µs / instruction | target |",
              "|---|---:|---:|---|"]

@@ -20,6 +20,7 @@ class HloParseError(TgtError):
     def __init__(self, message: str, *, source: str = "<text>", line: int | None = None) -> None:
         where = f"{source}:{line}" if line is not None else source
         super().__init__(f"{where}: {message}")
+        self.message = message
         self.source = source
         self.line = line
 

@@ -11,6 +11,7 @@ import pytest
 from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file, from_lowered
+from tpugraphs_tools.hlo.sources import stored_hlo
 
 
 @pytest.fixture(scope="module")
@@ -63,24 +64,37 @@ def test_compiled_proto_matches_from_compiled(lowered, tmp_path: Path) -> None:
     assert_same_arrays(direct, via_proto)
 
 
-def test_text_file_matches_from_lowered_and_keeps_a_proto(lowered, tmp_path: Path) -> None:
+def test_text_file_matches_from_lowered_and_is_stored_as_its_own_text(lowered,
+                                                                       tmp_path: Path) -> None:
     path = tmp_path / "net.hlo"
     path.write_text(lowered.as_text(dialect="hlo"))
     src = from_file(path)
     assert src.kind == "hlo-text" and src.text == path.read_text()
-    assert src.proto is not None  # XLA's parser accepted it
+    assert src.proto is None  # no proto re-serialized from text: it would fill constants
+    assert stored_hlo(src) == (path.read_bytes(), ".hlo.txt")
     assert_same_arrays(from_lowered(lowered, origin="net"), src)
+    from jax._src.lib import xla_client
+
     again = tmp_path / "again.pb"
-    again.write_bytes(src.proto)
+    again.write_bytes(xla_client.hlo.hlo_module_from_text(src.text)
+                      .as_serialized_hlo_module_proto())
     assert_same_arrays(src, from_file(again))
 
 
-def test_text_xla_cannot_parse_still_loads_without_a_proto(write_file) -> None:
+def test_proto_file_is_stored_as_given(lowered, tmp_path: Path) -> None:
+    path = tmp_path / "net.pb"
+    path.write_bytes(lowered.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    assert stored_hlo(from_file(path)) == (path.read_bytes(), ".hlo.pb")
+
+
+def test_text_xla_cannot_parse_is_refused_with_xla_message(write_file) -> None:
     path = write_file("new_op.txt", "HloModule m\n\nENTRY main {\n  x = f32[4]{0} parameter(0)\n"
                                     "  ROOT y = f32[4]{0} brand-new-op(x)\n}\n")
-    src = from_file(path)
-    assert src.proto is None
-    assert [i.opcode for _, i in src.module.instructions()] == ["parameter", "brand-new-op"]
+    with pytest.raises(HloParseError) as info:
+        from_file(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:5: XLA refuses the module: ")
+    assert "Unknown opcode: brand-new-op" in message and "\n" not in message
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:

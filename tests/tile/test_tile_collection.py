@@ -80,7 +80,7 @@ def test_resnet18_tile_collection_is_valid_tpugraphs_tile_data(resnet18, tmp_pat
         stored = configs.filter(configs["graph_id"] == collected.graph_id)
         assert stored.height == len(config_rows)
         # The stored kernel HLO re-featurizes to the stored graph.
-        assert row["hlo_file"].endswith(".hlo.pb")
+        assert row["hlo_file"].endswith(".hlo.txt")  # the kernel's text, constants elided
         again = featurize(parse_hlo_text(dataset.hlo_text(collected.graph_id)))
         np.testing.assert_array_equal(again.node_opcode, arrays["node_opcode"])
         np.testing.assert_array_equal(again.edge_index, arrays["edge_index"])

@@ -27,7 +27,7 @@ def handle_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except TgtError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]

@@ -15,6 +15,7 @@ import numpy as np
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.features.tpugraphs import Graph
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered
+from tpugraphs_tools.hlo.sources import stored_hlo
 from tpugraphs_tools.store import Dataset, make_graph_id
 from tpugraphs_tools.store.manifest import jax_versions
 
@@ -102,10 +103,7 @@ def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
     configs = configs or {}
     with dataset.transaction() as tx:
         for item in collected:
-            if item.source.proto is not None:
-                hlo, suffix = item.source.proto, ".hlo.pb"
-            else:
-                hlo, suffix = item.source.text.encode(), ".hlo.txt"
+            hlo, suffix = stored_hlo(item.source)
             tx.put_graph(item.row, item.arrays(), hlo=hlo, hlo_suffix=suffix)
             tx.add_device(item.row["backend"], item.row["device_kind"] or "")
             tx.put_configs(item.graph_id, configs.get(item.graph_id, []))

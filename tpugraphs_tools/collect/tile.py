@@ -33,7 +33,6 @@ from tpugraphs_tools.configs.tile import (
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
-from tpugraphs_tools.hlo.proto import text_to_proto
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
@@ -255,7 +254,7 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
                                     f"{statuses}: no {space.name} choice changed this kernel")
             continue
         origin = f"{compiled_source.origin}:{kernel.name}"
-        src = HloSource(kernel.module, kernel.text, text_to_proto(kernel.text),
+        src = HloSource(kernel.module, kernel.text, None,
                         compiled_source.kind, "optimized", origin)
         graph = featurize(kernel.module)
         row = graph_row(src, graph, program=program, program_args=program_args,

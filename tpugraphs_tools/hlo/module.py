@@ -53,6 +53,7 @@ class Instruction:
     is_root: bool = False
     parameter_number: int = 0
     called_computations: list[str] = field(default_factory=list)
+    line: int = 0  # source line of the text it was read from (0: not from text)
 
 
 @dataclass(slots=True)
@@ -60,6 +61,7 @@ class Computation:
     name: str
     instructions: list[Instruction]
     is_entry: bool = False
+    execution_thread: str = "main"  # ``}, execution_thread="host"`` in the text
 
     @property
     def root(self) -> Instruction:

@@ -1,7 +1,8 @@
-"""Serialized ``HloModuleProto`` ⇄ text, through jaxlib's own HLO bindings.
+"""Serialized ``HloModuleProto`` → text, through jaxlib's own HLO bindings (in process).
 
 jaxlib ships no ``hlo_pb2``; its HloModule binding reads a proto and prints canonical HLO text,
-which the text reader then parses, so both inputs go through one parser.
+which the text reader then parses, so both inputs go through one parser. Used for protos tgt
+wrote itself (datasets' ``.hlo.pb``); files from elsewhere go through ``xla.py``'s child process.
 """
 
 from __future__ import annotations
@@ -17,14 +18,3 @@ def proto_to_text(data: bytes, source: str = "<proto>") -> str:
     except Exception as exc:  # jaxlib raises its own runtime errors
         raise HloParseError(f"not a serialized HloModuleProto: {exc}", source=source) from None
     return module.to_string()
-
-
-def text_to_proto(text: str) -> bytes | None:
-    """Proto bytes for HLO text XLA can parse; ``None`` when XLA's parser refuses it."""
-    from jax._src.lib import xla_client
-
-    try:
-        module = xla_client.hlo.hlo_module_from_text(text)
-    except Exception:
-        return None
-    return module.as_serialized_hlo_module_proto()

@@ -14,8 +14,8 @@ from typing import Any
 
 from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.hlo.module import Module
-from tpugraphs_tools.hlo.proto import proto_to_text, text_to_proto
 from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.hlo.xla import xla_verdict
 
 TEXT_SUFFIXES = (".hlo", ".txt")
 PROTO_SUFFIXES = (".pb", ".proto", ".hlo.pb")
@@ -75,36 +75,70 @@ def from_lowered(lowered: Any, origin: str) -> HloSource:
     """Un-optimized module of a ``jax.stages.Lowered`` (what TpuGraphs' layout graphs are)."""
     text = lowered.as_text(dialect="hlo")
     proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
-    return HloSource(parse_hlo_text(text, source=origin), text, proto, "jax", "unoptimized",
-                     origin)
+    return HloSource(parse_hlo_text(text, source=origin, check_opcodes=False), text, proto,
+                     "jax", "unoptimized", origin)
 
 
 def from_compiled(compiled: Any, origin: str) -> HloSource:
     """Optimized module (fusions, assigned layouts) of a ``jax.stages.Compiled``."""
     text = compiled.as_text()
     proto = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
-    return HloSource(parse_hlo_text(text, source=origin), text, proto, "jax", "optimized",
-                     origin)
+    return HloSource(parse_hlo_text(text, source=origin, check_opcodes=False), text, proto,
+                     "jax", "optimized", origin)
 
 
 def from_file(path: str | Path, stage: str = "unoptimized") -> HloSource:
-    """Read ``.hlo``/``.txt`` HLO text or a ``.pb`` serialized HloModuleProto."""
+    """Read ``.hlo``/``.txt`` HLO text or a ``.pb`` serialized HloModuleProto.
+
+    XLA's parser judges the module first (``xla.py``): what it refuses is refused with its
+    message. The source keeps the file's own bytes (text, or the proto as given) for storage.
+    """
     path = Path(path)
     if not path.is_file():
         raise HloParseError("no such file", source=str(path))
     name = path.name.lower()
     if name.endswith(PROTO_SUFFIXES):
         proto = path.read_bytes()
-        text = proto_to_text(proto, source=str(path))
-        return HloSource(parse_hlo_text(text, source=str(path)), text, proto, "hlo-proto",
-                         stage, str(path))
+        verdict = xla_verdict(proto, "proto", str(path))
+        if not verdict.available or verdict.text is None:
+            raise HloParseError("reading a serialized HloModuleProto needs jaxlib",
+                                source=str(path))
+        module = parse_hlo_text(verdict.text, source=f"{path} (as printed by XLA)",
+                                check_opcodes=False, xla_async=verdict.async_names)
+        return HloSource(module, verdict.text, proto, "hlo-proto", stage, str(path))
     if name.endswith(TEXT_SUFFIXES):
         try:
             text = path.read_text()
         except UnicodeDecodeError:
             raise HloParseError("not UTF-8 text; pass a .pb for binary protos",
                                 source=str(path)) from None
-        module = parse_hlo_text(text, source=str(path))
-        return HloSource(module, text, text_to_proto(text), "hlo-text", stage, str(path))
+        try:
+            verdict = xla_verdict(text.encode(), "text", str(path))
+        except HloParseError as refused:
+            raise _explained(refused, text, str(path)) from None
+        module = parse_hlo_text(text, source=str(path), check_opcodes=not verdict.available,
+                                xla_async=verdict.async_names)
+        return HloSource(module, text, None, "hlo-text", stage, str(path))
     raise HloParseError(f"unknown HLO file type (expected one of "
                         f"{TEXT_SUFFIXES + PROTO_SUFFIXES})", source=str(path))
+
+
+def _explained(refused: HloParseError, text: str, source: str) -> HloParseError:
+    """XLA's refusal, plus tgt's own reading of the same line when it says more (XLA reports
+    a second HloModule as "expects name")."""
+    try:
+        parse_hlo_text(text, source=source)
+    except HloParseError as ours:
+        if ours.line == refused.line and refused.line is not None:
+            return HloParseError(f"{refused.message} ({ours.message})", source=source,
+                                 line=refused.line)
+    return refused
+
+
+def stored_hlo(src: HloSource) -> tuple[bytes, str]:
+    """(bytes, suffix) of the HLO kept beside a graph: what the module came as — the proto of a
+    jax program or of a ``.pb``, the text of a text file — never a proto XLA re-serialized from
+    text (that fills elided ``{...}`` constants: a 21 KB module became a 23 MB proto)."""
+    if src.proto is not None:
+        return src.proto, ".hlo.pb"
+    return src.text.encode(), ".hlo.txt"

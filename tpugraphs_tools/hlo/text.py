@@ -2,6 +2,13 @@
 ``HloModule.to_string()`` and ``XLA_FLAGS=--xla_dump_to`` files, with or without ``%`` sigils,
 operand shapes, metadata, elided constants and the stack-frame tables of newer XLA.
 
+XLA prints one statement per line, and that layout is read line by line (fast). Text laid out
+otherwise — instructions split over lines, a whole module on one line, comments between
+tokens — is valid HLO too: when a line is not a whole statement, the module is read again by
+the token scanner of ``scan.py``, which yields the same statements. ``build.py`` turns them
+into a :class:`Module` and refuses what XLA's parser refuses (unknown opcodes, undefined
+operands, duplicate names, two modules).
+
 Written by hand rather than through the jaxlib bindings because those expose no shapes, layouts
 or attributes (see docs/features.md).
 """
@@ -11,17 +18,35 @@ from __future__ import annotations
 import re
 
 from tpugraphs_tools.errors import HloParseError
-from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
+from tpugraphs_tools.hlo.module import Instruction, Module, Shape
 
-_HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(){}=]+)\s*(\(.*\)\s*->\s*.*)?\{\s*$")
+_HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(){}=,\"]+)\s*(\(.*\)\s*->\s*.*)?\{\s*$")
+_CLOSE = re.compile(r'^\}\s*(?:,\s*execution_thread="([^"]*)")?$')
 _ARRAY_SHAPE = re.compile(r"^([a-z][a-z0-9]*)\[([^\]]*)\](?:\{([^}]*)\})?$")
 _COMMENT = re.compile(r"/\*.*?\*/")
+_NAME = re.compile(r'^[^\s(){}\[\],="]+$')
+_OPCODE = re.compile(r"^[a-z][a-z0-9\-]*$")
 _OPENERS = {"(": ")", "{": "}", "[": "]"}
+# Tables of source locations newer XLA prints between the header and the computations.
+_TABLES = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 # Attributes naming called computations, in the order XLA lists them for edges.
 _CALL_ATTRS = (
     "condition", "body", "calls", "to_apply", "select", "scatter",
     "true_computation", "false_computation", "branch_computations", "called_computations",
 )
+
+# (line, kind, payload): kind "module" (text after HloModule), "open" ((name, is_entry)),
+# "close" (execution thread or None) or "inst" (one instruction as a single line).
+Statement = tuple[int, str, object]
+
+
+class StatementError(ValueError):
+    """Text that is not the statement it should be, at ``line``."""
+
+    def __init__(self, message: str, line: int, layout: bool = False) -> None:
+        super().__init__(message)
+        self.line = line
+        self.layout = layout  # the line is not a whole statement (the scanner may read it)
 
 
 def match_close(text: str, start: int) -> int:
@@ -52,11 +77,12 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split on commas outside brackets and quotes (attribute lists, operand lists, tuples).
 
     Only the bracket, quote, comma and backslash characters are visited (a regex finds them),
-    which keeps parsing a 100k-instruction module's attribute lists cheap.
+    which keeps parsing a 100k-instruction module's attribute lists cheap. Unbalanced brackets
+    or quotes raise ValueError.
     """
     if sep != ",":
         raise ValueError("only ',' is supported")
-    if '"' not in text and "(" not in text and "{" not in text and "[" not in text:
+    if not any(ch in text for ch in '"(){}[]'):
         return [p.strip() for p in text.split(",") if p.strip()]
     parts: list[str] = []
     depth = 0
@@ -77,9 +103,13 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
             depth += 1
         elif ch in ")}]":
             depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced {ch!r}")
         elif ch == "," and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
+    if depth or in_quote:
+        raise ValueError("unbalanced brackets or quotes")
     last = text[start:].strip()
     if last:
         parts.append(last)
@@ -90,13 +120,17 @@ def parse_shape(text: str) -> Shape:
     """Parse ``f32[2,3]{1,0}``, ``(f32[2], s32[])``, ``token[]``, ``f32[<=4]`` or a tiled layout."""
     text = text.strip()
     if text.startswith("("):
-        inner = text[1:match_close(text, 0)]
+        close = match_close(text, 0)
+        if close != len(text) - 1:
+            raise ValueError(f"bad shape {text!r}")
+        inner = text[1:close]
         return Shape("tuple", tuple_shapes=tuple(parse_shape(p) for p in split_top_level(inner)))
     m = _ARRAY_SHAPE.match(text)
     if m is None:
         raise ValueError(f"bad shape {text!r}")
     etype, dims_text, layout_text = m.groups()
-    dims = tuple(int(d.lstrip("<=")) for d in dims_text.split(",")) if dims_text else ()
+    dims = tuple(int(d.strip().lstrip("<=")) for d in dims_text.split(",")) \
+        if dims_text.strip() else ()
     minor_to_major: tuple[int, ...] | None = None
     if layout_text is not None:
         m2m = layout_text.split(":", 1)[0]
@@ -104,34 +138,68 @@ def parse_shape(text: str) -> Shape:
     return Shape(etype, dims, minor_to_major)
 
 
-def _parse_instruction(line: str) -> Instruction:
+def _one_value(value: str) -> bool:
+    """An attribute value is one token run: whitespace only inside its braces or quotes."""
+    if " " not in value and "\t" not in value:
+        return True
+    if value[0] == '"':
+        return value[-1] == '"' and '" ' not in value[1:-1].replace('\\"', "")
+    if value[0] != "{" or value[-1] != "}":
+        return False
+    # "} " can only end a braced value early (``{...} ENTRY %main ...`` on one line): check
+    return "} " not in value or match_close(value, 0) == len(value) - 1
+
+
+def parse_attributes(text: str) -> dict[str, str]:
+    """``key=value, key=value`` → dict; anything else raises ValueError."""
+    attrs: dict[str, str] = {}
+    if text.rstrip().endswith(","):
+        raise ValueError("attribute list ends with ','")
+    for item in split_top_level(text):
+        key, eq, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or not _NAME.match(key) or not value or not _one_value(value):
+            raise ValueError(f"expected 'name=value', got {item[:80]!r}")
+        attrs[key] = value
+    return attrs
+
+
+def parse_instruction(line: str, lineno: int = 0) -> Instruction:
+    """One instruction written on one line: ``[ROOT] name = shape opcode(operands), attrs``."""
     if "/*" in line:
         line = _COMMENT.sub("", line)
     is_root = line.startswith("ROOT ")
     if is_root:
         line = line[5:].lstrip()
-    eq = line.index(" = ")
+    eq = line.find(" = ")
+    if eq < 0:
+        raise ValueError("expected 'name = shape opcode(operands)'")
     name = line[:eq].strip().lstrip("%")
+    if not _NAME.match(name):
+        raise ValueError(f"bad instruction name {name!r}")
     rest = line[eq + 3:].lstrip()
-    close = match_close(rest, 0) if rest.startswith("(") else rest.index(" ") - 1
+    close = match_close(rest, 0) if rest.startswith("(") else rest.find(" ") - 1
+    if close < 0:
+        raise ValueError("expected an opcode after the shape")
     shape = parse_shape(rest[:close + 1])
     rest = rest[close + 1:].lstrip()
-    paren = rest.index("(")
-    opcode = rest[:paren].strip()
+    paren = rest.find("(")
+    opcode = rest[:paren].rstrip()
+    if paren < 0 or not _OPCODE.match(opcode):
+        raise ValueError(f"expected opcode(operands) after the shape, got {rest[:40]!r}")
     close = match_close(rest, paren)
-    operand_text = rest[paren + 1:close]
-    attrs: dict[str, str] = {}
-    for item in split_top_level(rest[close + 1:]):
-        key, _, value = item.partition("=")
-        if key.strip():  # the text before the first comma is empty, not an attribute
-            attrs[key.strip()] = value.strip()
+    operand_text = rest[paren + 1:close].strip()
+    tail = rest[close + 1:].strip()
+    if tail and tail[0] != ",":
+        raise ValueError(f"unexpected {tail[:40]!r} after the operands")
+    attrs = parse_attributes(tail[1:]) if tail else {}
     inst = Instruction(name=name, opcode=opcode, shape=shape, operands=[], attrs=attrs,
-                       is_root=is_root)
+                       is_root=is_root, line=lineno)
     if opcode == "parameter":
-        inst.parameter_number = int(operand_text.strip())
+        inst.parameter_number = int(operand_text)
     elif opcode == "constant":
-        attrs["literal"] = operand_text.strip()
-    elif operand_text.strip():
+        attrs["literal"] = operand_text
+    elif operand_text:
         inst.operands = [op.rsplit(None, 1)[-1].lstrip("%") for op in split_top_level(operand_text)]
     for key in _CALL_ATTRS:
         value = attrs.get(key)
@@ -141,120 +209,79 @@ def _parse_instruction(line: str) -> Instruction:
     return inst
 
 
+def parse_module_header(payload: str) -> tuple[str, dict[str, str]]:
+    """``name, key=value, ...`` after ``HloModule`` → (name, header attributes)."""
+    name, _, rest = payload.partition(",")
+    name = name.strip()
+    if not _NAME.match(name):
+        raise ValueError(f"expected a module name after HloModule, got {name[:40]!r}")
+    return name, parse_attributes(rest) if rest.strip() else {}
+
+
 def computation_header(line: str) -> tuple[str, bool] | None:
     """(name, is_entry) when ``line`` opens a computation, else None."""
     m = _HEADER.match(line.strip())
     return (m.group(2), bool(m.group(1))) if m else None
 
 
-def _post_order(comps: dict[str, Computation], entry: str) -> list[Computation]:
-    """Callees before callers, entry last; computations nothing calls are kept, before the entry."""
-    order: list[Computation] = []
-    seen: set[str] = set()
-
-    def visit(name: str) -> None:
-        stack = [(name, iter(_callees(comps[name])))]
-        seen.add(name)
-        while stack:
-            current, children = stack[-1]
-            for child in children:
-                if child in comps and child not in seen:
-                    seen.add(child)
-                    stack.append((child, iter(_callees(comps[child]))))
-                    break
-            else:
-                stack.pop()
-                order.append(comps[current])
-
-    for name in comps:
-        if name != entry and name not in seen:
-            visit(name)
-    if entry not in seen:
-        visit(entry)
-    return order
-
-
-def _callees(comp: Computation) -> list[str]:
-    return [c for inst in comp.instructions for c in inst.called_computations]
-
-
-def _topological(comp: Computation) -> None:
-    """Reorder instructions so operands precede users (text order is kept when already valid)."""
-    position = {inst.name: i for i, inst in enumerate(comp.instructions)}
-    if all(position.get(op, -1) < i for i, inst in enumerate(comp.instructions)
-           for op in inst.operands):
-        return
-    by_name = {inst.name: inst for inst in comp.instructions}
-    done: set[str] = set()
-    ordered: list[Instruction] = []
-    for inst in comp.instructions:
-        stack = [(inst, iter(inst.operands))]
-        if inst.name in done:
-            continue
-        done.add(inst.name)
-        while stack:
-            current, operands = stack[-1]
-            for op in operands:
-                if op in by_name and op not in done:
-                    done.add(op)
-                    stack.append((by_name[op], iter(by_name[op].operands)))
-                    break
-            else:
-                stack.pop()
-                ordered.append(current)
-    comp.instructions = ordered
-
-
-def parse_hlo_text(text: str, source: str = "<text>") -> Module:
-    """Parse one HLO module from text; raises :class:`HloParseError` naming the source line."""
-    module_name = "module"
-    header: dict[str, str] = {}
-    comps: dict[str, Computation] = {}
-    entry_name: str | None = None
-    current: Computation | None = None
+def line_statements(text: str) -> list[Statement]:
+    """Statements of text laid out one per line (as XLA prints); StatementError otherwise."""
+    out: list[Statement] = []
+    in_comp = in_table = False
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("//"):
             continue
+        if "/*" in line:
+            line = _COMMENT.sub("", line).strip()
+            if not line:
+                continue
+        if in_comp:
+            if line[0] == "}":
+                m = _CLOSE.match(line)
+                if m is None:
+                    raise StatementError("expected '}' closing the computation", lineno,
+                                         layout=True)
+                out.append((lineno, "close", m.group(1)))
+                in_comp = False
+            else:
+                out.append((lineno, "inst", line))
+            continue
+        if line.startswith("HloModule ") or line == "HloModule":
+            out.append((lineno, "module", line[len("HloModule"):].strip()))
+            in_table = False
+            continue
+        m = _HEADER.match(line)
+        if m is not None:
+            out.append((lineno, "open", (m.group(2), bool(m.group(1)))))
+            in_comp, in_table = True, False
+        elif line in _TABLES:
+            in_table = True
+        elif not (in_table and line[0].isdigit()):
+            raise StatementError(f"expected a computation, got {line[:80]!r}", lineno,
+                                 layout=True)
+    if in_comp:
+        raise StatementError("computation is not closed", len(text.splitlines()), layout=True)
+    return out
+
+
+def parse_hlo_text(text: str, source: str = "<text>", *, check_opcodes: bool = True,
+                   xla_async: dict[str, list] | None = None) -> Module:
+    """Parse one HLO module from text; raises :class:`HloParseError` naming the source line.
+
+    ``check_opcodes=False`` accepts opcodes outside tgt's table (for text XLA itself accepted);
+    ``xla_async`` gives the names XLA chose for async-wrapped computations (see ``build.py``).
+    """
+    from tpugraphs_tools.hlo.build import build_module, read_statements
+    from tpugraphs_tools.hlo.scan import scan_statements
+
+    try:
+        parts = read_statements(line_statements(text), source)
+    except StatementError as first:
         try:
-            if current is not None:
-                if line == "}":
-                    if not current.instructions:
-                        raise ValueError(f"computation {current.name} has no instructions")
-                    if not any(i.is_root for i in current.instructions):
-                        current.instructions[-1].is_root = True
-                    comps[current.name] = current
-                    current = None
-                else:
-                    current.instructions.append(_parse_instruction(line))
-                continue
-            if line.startswith("HloModule "):
-                parts = split_top_level(line[len("HloModule "):])
-                module_name = parts[0]
-                for item in parts[1:]:
-                    key, _, value = item.partition("=")
-                    header[key.strip()] = value.strip()
-                continue
-            m = _HEADER.match(line)
-            if m is not None:
-                current = Computation(name=m.group(2), instructions=[], is_entry=bool(m.group(1)))
-                if current.is_entry:
-                    entry_name = current.name
-        except (ValueError, IndexError) as exc:
-            raise HloParseError(f"cannot parse {line[:120]!r}: {exc}", source=source,
-                                line=lineno) from None
-    if current is not None:
-        raise HloParseError(f"computation {current.name} is not closed", source=source)
-    if not comps:
-        raise HloParseError("no computations found", source=source)
-    if entry_name is None:
-        entry_name = list(comps)[-1]
-        comps[entry_name].is_entry = True
-    for comp in comps.values():
-        _topological(comp)
-        for inst in comp.instructions:
-            missing = [c for c in inst.called_computations if c not in comps]
-            if missing:
-                raise HloParseError(f"instruction {inst.name} calls unknown computation "
-                                    f"{missing[0]}", source=source)
-    return Module(name=module_name, computations=_post_order(comps, entry_name), header=header)
+            parts = read_statements(scan_statements(text), source)
+        except StatementError as exc:
+            # the line reader's message quotes the statement: better when it is not later
+            best = first if not first.layout and first.line <= exc.line else exc
+            raise HloParseError(str(best), source=source, line=best.line) from None
+    return build_module(parts, source, check_opcodes=check_opcodes, xla_async=xla_async)

@@ -1,0 +1,68 @@
+"""Child process that runs XLA's HLO parser on one module (see ``xla.py``).
+
+Self-contained on purpose (only jaxlib is imported): XLA aborts the whole process on some
+malformed modules, so the parser never runs in the caller's process.
+stdin: the module (text or serialized HloModuleProto); argv[1]: "text" or "proto".
+stdout: JSON {"text": printed module or null, "async": {start: [computation, [names]]}}.
+Exit 3: XLA refused the module (its message on stderr); exit 4: no jaxlib.
+"""
+
+import json
+import sys
+
+
+def _hlo():  # type: ignore[no-untyped-def]
+    try:
+        import jaxlib._hlo as hlo
+    except ImportError:
+        try:
+            from jax._src.lib import xla_client
+        except ImportError:
+            sys.exit(4)
+        hlo = xla_client.hlo
+    return hlo
+
+
+def _async_names(hlo, module):  # type: ignore[no-untyped-def]
+    """{async-start name: [wrapped computation, [its instruction names]]}."""
+    owner = {}
+    starts = []
+    comps = {}
+    for comp in module.computations():
+        names = []
+        for inst in comp.instructions():
+            names.append(inst.name)
+            owner[inst.name] = comp.name
+            if inst.opcode == hlo.HloOpcode.kAsyncStart:
+                starts.append(inst)
+        comps[comp.name] = names
+    out = {}
+    for inst in starts:
+        wrapped = owner.get(inst.async_wrapped_root().name)
+        if wrapped is not None:
+            out[inst.name] = [wrapped, comps[wrapped]]
+    return out
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    data = sys.stdin.buffer.read()
+    hlo = _hlo()
+    try:
+        if mode == "proto":
+            module = hlo.HloModule.from_serialized_hlo_module_proto(data)
+        else:
+            module = hlo.hlo_module_from_text(data.decode("utf-8"))
+    except Exception as exc:  # XLA's own status errors
+        sys.stderr.write(str(exc))
+        sys.exit(3)
+    text = module.to_string() if mode == "proto" else None
+    shown = text if text is not None else data.decode("utf-8")
+    wrapped = {}
+    if "-start" in shown:
+        wrapped = _async_names(hlo, module)
+    sys.stdout.write(json.dumps({"text": text, "async": wrapped}))
+
+
+if __name__ == "__main__":
+    main()
