@@ -10,10 +10,10 @@ from tpugraphs_tools.errors import HloParseError
 
 
 def proto_to_text(data: bytes, source: str = "<proto>") -> str:
-    from jax._src.lib import xla_client
+    from tpugraphs_tools._xla_compat import hlo_module_from_proto
 
     try:
-        module = xla_client.hlo.HloModule.from_serialized_hlo_module_proto(data)
+        module = hlo_module_from_proto(data)
     except Exception as exc:  # jaxlib raises its own runtime errors
         raise HloParseError(f"not a serialized HloModuleProto: {exc}", source=source) from None
     return module.to_string()
@@ -21,10 +21,10 @@ def proto_to_text(data: bytes, source: str = "<proto>") -> str:
 
 def text_to_proto(text: str) -> bytes | None:
     """Proto bytes for HLO text XLA can parse; ``None`` when XLA's parser refuses it."""
-    from jax._src.lib import xla_client
+    from tpugraphs_tools._xla_compat import hlo_module_from_text
 
     try:
-        module = xla_client.hlo.hlo_module_from_text(text)
+        module = hlo_module_from_text(text)
     except Exception:
         return None
     return module.as_serialized_hlo_module_proto()
