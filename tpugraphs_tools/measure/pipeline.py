@@ -183,6 +183,8 @@ class PipelinedMeasurer:
                     else:
                         known[payload["key"]] = payload["index"]
                         compiled.append(payload)
+                    if self.spec.fresh_compiler_per_job:
+                        self._replace_compiler(slot, restart=False)
                 elif time.monotonic() - compiling[slot].started > timeout:
                     flight = compiling.pop(slot)
                     on_result({"index": flight.job.index, "status": TIMEOUT,
@@ -208,10 +210,10 @@ class PipelinedMeasurer:
                                      "worker killed", TIMEOUT, singles, on_result)
                 batch = []
 
-    def _replace_compiler(self, slot: int) -> None:
+    def _replace_compiler(self, slot: int, restart: bool = True) -> None:
         self._compilers[slot].kill()
         self._compilers[slot] = self._new_compiler()
-        self.restarts += 1
+        self.restarts += int(restart)
 
     def _measure_failed(self, batch: list[dict[str, Any]], message: str, status: str,
                         singles: deque[dict[str, Any]],

@@ -99,6 +99,8 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         except Exception as exc:
             conn.send(("result", {"index": job.index, "status": COMPILE_ERROR,
                                   "error": _message(exc)}))
+        if spec.fresh_compiler_per_job:
+            return  # the parent starts a fresh worker for the next job
 
 
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
