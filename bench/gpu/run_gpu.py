@@ -101,7 +101,7 @@ def summarize(path: Path) -> dict[str, Any]:
     status: dict[str, int] = {}
     for r in rows:
         status[r["status"]] = status.get(r["status"], 0) + 1
-    agreement = {"true": 0, "false": 0, "unobserved": 0}
+    agreement = {"true": 0, "false": 0, "unobserved": 0, "not_recorded": 0}
     effects, controls = [], []
     for r in rows:
         real = json.loads(r.get("realized") or "{}")
@@ -110,8 +110,10 @@ def summarize(path: Path) -> dict[str, Any]:
                 "relative_to_default", "config_index", "graph_id")})
         if r["status"] != "ok" or r.get("is_default"):
             continue
-        match = real.get("matches_request", real.get("honoured"))
-        agreement["true" if match is True else "false" if match is False else "unobserved"] += 1
+        key = next((k for k in ("matches_request", "honoured") if k in real), None)
+        match = real.get(key) if key else None
+        agreement["not_recorded" if key is None else "true" if match is True
+                  else "false" if match is False else "unobserved"] += 1
         ratio = (r["runtime_min_ns"] / r["default_runtime_ns"]
                  if r.get("runtime_min_ns") and r.get("default_runtime_ns") else None)
         cv = max(_float(r.get("runtime_cv")) or 0.0, _float(real.get("default_cv")) or 0.0)
@@ -122,9 +124,9 @@ def summarize(path: Path) -> dict[str, Any]:
         "graphs": ds.graphs().height, "configs_tried": len(rows), "status": status,
         "ok": status.get("ok", 0), "noop": status.get("noop", 0),
         "realized_vs_requested": agreement,
-        "ratio_min": ratios[0] if ratios else None,
-        "ratio_median": ratios[len(ratios) // 2] if ratios else None,
-        "ratio_max": ratios[-1] if ratios else None,
+        "ratio_min": round(ratios[0], 4) if ratios else None,
+        "ratio_median": round(ratios[len(ratios) // 2], 4) if ratios else None,
+        "ratio_max": round(ratios[-1], 4) if ratios else None,
         "effects_over_3cv": sum(1 for e in effects if (e["effect_cv"] or 0) > 3),
         "control": controls or None,
     }
