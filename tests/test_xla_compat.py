@@ -103,3 +103,19 @@ def test_mlir_route_drops_fusion_backend_config() -> None:
     """Why tile configs travel as compile options: the HLO→MLIR import drops backend_config.
     If a jaxlib starts keeping it, this fails and configs/tile_gpu.py can allow that route."""
     assert X.mlir_route_keeps_backend_config() is False
+
+
+def test_hlo_bindings_branch_of_this_jaxlib() -> None:
+    """jaxlib >= 0.10 has ``xla_client.hlo``; 0.9 only ``_xla`` (CI's lowest venv runs this)."""
+    xc = X.xla_client()
+    ns = X._hlo_bindings()
+    assert ns is (xc.hlo if hasattr(xc, "hlo") else xc._xla)
+
+
+def test_missing_binding_fails_with_a_clear_error(monkeypatch) -> None:
+    class Bare:
+        _xla = object()
+
+    monkeypatch.setattr(X, "xla_client", lambda: Bare())
+    with pytest.raises(X.XlaCompatError, match="no XLA binding for HloModule.*docs/versions.md"):
+        X.hlo_module_from_text(NEG)
