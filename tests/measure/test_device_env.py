@@ -82,9 +82,14 @@ def test_fresh_compiler_per_job_compiles_each_config_in_a_new_process():
     with PipelinedMeasurer(spec, PipelineOptions(isolation="none", batch=1)) as m:
         m.start()
         first = m._compilers[0].proc.pid
+        known = {m.default_info["key"]: 0}
         jobs = [Job(i, F32, options={"xla_backend_optimization_level": i - 1}) for i in (1, 2)]
-        m.run(jobs, {m.default_info["key"]: 0}, results.append)
-        assert m._compilers[0].proc.pid != first
+        m.run(jobs, known, results.append)
+        second = m._compilers[0].proc.pid
+        assert second != first and m._compilers[0].alive()
+        m.run([Job(3, F32, options={"xla_backend_optimization_level": 2})], known,
+              results.append)  # a later run() finds a live worker
+        assert m._compilers[0].proc.pid != second
         assert m.restarts == 0  # recycling is not a crash
-    assert sorted(r["index"] for r in results) == [1, 2]
+    assert sorted(r["index"] for r in results) == [1, 2, 3]
     assert all(r["status"] in (OK, "noop", "duplicate") for r in results)
