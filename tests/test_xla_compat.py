@@ -119,3 +119,22 @@ def test_missing_binding_fails_with_a_clear_error(monkeypatch) -> None:
     monkeypatch.setattr(X, "xla_client", lambda: Bare())
     with pytest.raises(X.XlaCompatError, match=r"no XLA binding for HloModule.*docs/versions\.md"):
         X.hlo_module_from_text(NEG)
+
+
+def test_compile_option_probe() -> None:
+    assert X.compile_option_exists("xla_backend_optimization_level", 2) is True
+    assert X.compile_option_exists("xla_tgt_no_such_flag", 1) is False
+
+
+def test_cpu_space_offers_only_options_this_xla_knows() -> None:
+    """``fusion_emitters`` (gone in jaxlib 0.12) and ``preset`` (not in 0.9) come and go."""
+    from tpugraphs_tools.configs.tile import CpuKernelOptions
+    from tpugraphs_tools.hlo import parse_hlo_text
+
+    space = CpuKernelOptions(include_presets=True)
+    knobs = space.knobs(parse_hlo_text(NEG))
+    assert {"library", "opt_level"} <= set(knobs)
+    assert ("fusion_emitters" in knobs) == X.compile_option_exists(
+        "xla_cpu_use_fusion_emitters", False)
+    assert ("preset" in knobs) == X.compile_option_exists(
+        "xla_cpu_opt_preset", "CPU_OPT_PRESET_FAST_COMPILE")

@@ -126,6 +126,28 @@ def compile_hlo_text(text: str, device: Any, argument_shapes: Sequence[Any], res
     return device.client.compile_and_load(_to_mlir(text), xc.DeviceList((device,)), opts)
 
 
+_PROBE = ("HloModule probe, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\n"
+          "ENTRY e {\n  a = f32[2]{0} parameter(0)\n  ROOT n = f32[2]{0} negate(a)\n}\n")
+
+
+@functools.cache
+def compile_option_exists(name: str, value: Any) -> bool:
+    """Does this jaxlib's XLA know the ``DebugOptions`` field ``name``? Options come and go
+    between releases (``xla_cpu_use_fusion_emitters`` is gone in 0.12, ``xla_cpu_opt_preset``
+    is not yet in 0.9); a probe compile on CPU tells, whatever the backend collected on."""
+    import jax
+    import numpy as np
+
+    shape = array_shape(np.dtype("float32"), (2,), (0,))
+    try:
+        compile_hlo_text(_PROBE, jax.devices("cpu")[0], [shape], shape, [(name, value)])
+    except Exception as exc:  # XLA raises its own runtime error type
+        if "No such compile option" in str(exc):
+            return False
+        raise
+    return True
+
+
 @functools.cache
 def mlir_route_keeps_backend_config() -> bool:
     """Does the HLO→MLIR compile route keep a fusion's ``backend_config``? (No through 0.10.)"""
