@@ -1,17 +1,21 @@
 # Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# Any supported Python works (3.11-3.13: PYTHON=python3.12); CONSTRAINTS=file pins versions
+# (.ci/run tests the lowest supported jax that way, docs/versions.md).
 PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+CONSTRAINTS ?=
+PIN    := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 
 .PHONY: demo test lint bench clean venv
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' $(PIN)
 	touch $(STAMP)
 
 # End to end on a small default program: collect graphs + configs, validate, summarise.
@@ -32,4 +36,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_featurize.py
 
 clean:
-	rm -rf $(VENV) demo-data .pytest_cache
+	rm -rf $(VENV) .venv-ci-lowest .venv-ci-newest demo-data .pytest_cache

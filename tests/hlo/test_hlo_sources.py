@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tpugraphs_tools._xla_compat import lowered_hlo_proto
 from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file, from_lowered
@@ -41,7 +42,7 @@ def assert_same_arrays(a: HloSource, b: HloSource) -> None:
 
 def test_proto_file_from_lowered_matches_from_lowered(lowered, tmp_path: Path) -> None:
     path = tmp_path / "net.pb"
-    path.write_bytes(lowered.compiler_ir("hlo").as_serialized_hlo_module_proto())
+    path.write_bytes(lowered_hlo_proto(lowered))
     direct = from_lowered(lowered, origin="net")
     via_proto = from_file(path)
     assert via_proto.kind == "hlo-proto" and via_proto.stage == "unoptimized"

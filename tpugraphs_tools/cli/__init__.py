@@ -14,6 +14,7 @@ from tpugraphs_tools.cli.programs_cmd import programs
 from tpugraphs_tools.cli.publish_cmd import publish
 from tpugraphs_tools.cli.report_cmd import report
 from tpugraphs_tools.cli.validate_cmd import validate
+from tpugraphs_tools.measure.device_env import share_device_memory
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,6 +28,7 @@ def main() -> None:
       tgt collect --program resnet50
       tgt validate data/
     """
+    share_device_memory()  # before any jax backend starts: tgt's worker processes share a GPU
 
 
 for command in (programs, collect, validate, partition, baseline, export, import_, publish, report):

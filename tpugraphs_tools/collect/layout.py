@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.configs.layout import LayoutSpace
 from tpugraphs_tools.errors import ConfigError
+from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.realized import honoured_json, options_key
@@ -35,7 +37,7 @@ class LayoutOptions:
     repeats: int = 10
     timeout_s: float = 120.0
     backend: str | None = None
-    rtol: float = 1e-3
+    rtol: float | None = None  # None: fits the module's precision (measure/device_env.py)
     workers: int = 1          # compile workers running ahead of the measurement worker
     batch: int = 4            # configs timed together against one default run per round
     isolation: str = "auto"   # keeps compilation off the timed runs: auto|pin|pause|none
@@ -95,10 +97,15 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
     elif not configs or not configs[0].is_default:
         raise ConfigError("explicit config lists must start with the default config")
     rows = {i: r for i, r in (done or {}).items() if i < len(configs)}
+    device_env.share_device_memory()
+    platform, _kind = device_info(opts.backend)
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed, warmup=opts.warmup,
-                       repeats=opts.repeats, rtol=opts.rtol)
+                       repeats=opts.repeats,
+                       rtol=device_env.resolve_rtol(opts.rtol, platform, module),
+                       options=device_env.layout_compile_options(platform))
     pipeline = PipelineOptions(compile_workers=opts.workers, batch=opts.batch,
-                               timeout_s=opts.timeout_s, isolation=opts.isolation)
+                               timeout_s=opts.timeout_s,
+                               isolation=device_env.isolation_for(platform, opts.isolation))
 
     def record(index: int, result: dict[str, Any]) -> None:
         rows[index] = _row(index, configs[index], space, opts, result)

@@ -33,6 +33,7 @@ from tpugraphs_tools.configs.tile import (
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
+from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
@@ -57,7 +58,7 @@ class TileOptions:
     repeats: int = 10
     timeout_s: float = 120.0
     backend: str | None = None
-    rtol: float = 1e-3
+    rtol: float | None = None          # None: fits the kernel's precision (device_env.py)
     max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
     min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
     isolation: str = "auto"            # keeps compilation off the timed runs (docs/collect.md)
@@ -143,11 +144,15 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
     combination containing a setting that was a no-op on its own.
     """
     text = _measure_text(kernel, space)
+    platform, _kind = device_info(opts.backend)
     spec = SessionSpec(base_text=space.apply(text, configs[0]),
                        options=space.compile_options(configs[0]), backend=opts.backend,
-                       seed=opts.seed, warmup=opts.warmup, repeats=opts.repeats, rtol=opts.rtol,
-                       dedupe_on_code=True, return_optimized=True)
-    pipeline = PipelineOptions(timeout_s=opts.timeout_s, isolation=opts.isolation)
+                       seed=opts.seed, warmup=opts.warmup, repeats=opts.repeats,
+                       rtol=device_env.resolve_rtol(opts.rtol, platform, kernel.module),
+                       dedupe_on_code=True, return_optimized=True,
+                       fresh_compiler_per_job=getattr(space, "fresh_compiler_per_config", False))
+    pipeline = PipelineOptions(timeout_s=opts.timeout_s,
+                               isolation=device_env.isolation_for(platform, opts.isolation))
     run = _KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
@@ -225,6 +230,7 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
                  progress: Progress = lambda _m: None) -> TileResult:
     """Extract, configure and measure every kernel of an optimized module (library entry point
     behind ``tgt collect --collection tile``)."""
+    device_env.share_device_memory()
     platform, device_kind = device_info(opts.backend)
     space = opts.space or default_space(platform, seed=opts.seed)
     extraction = extract_kernels(compiled_source.module, opts.max_kernels,

@@ -146,7 +146,14 @@ class CpuKernelOptions:
             knobs["disable_passes"] = list(PASS_CHOICES)
         if self.include_presets:
             knobs["preset"] = list(PRESETS)
-        return knobs
+        return {k: v for k, v in knobs.items() if self._supported(k, v[0])}
+
+    def _supported(self, knob: str, value: Any) -> bool:
+        """A knob whose option this jaxlib's XLA lacks is not offered (docs/versions.md)."""
+        from tpugraphs_tools._xla_compat import compile_option_exists
+
+        options = self.compile_options(KernelConfig.of(**{knob: value}))
+        return all(compile_option_exists(k, v) for k, v in options.items())
 
     def configs(self, kernel: Module) -> list[KernelConfig]:
         """Default, then every one-knob change (knobs interleaved), then seeded two-knob pairs."""

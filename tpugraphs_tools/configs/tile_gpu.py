@@ -1,19 +1,23 @@
 """``gpu-triton-tiles``: real Triton GEMM tile configs, forced per kernel on XLA:GPU.
 
 XLA:GPU compiles a matmul fusion with a Triton tile (block_m/n/k, split_k, num_stages,
-num_warps, num_ctas) its autotuner picks. Two ways to force one, both per kernel because every
-kernel is compiled as its own module:
+num_warps, num_ctas) its GEMM autotuner picks. tgt compiles HLO *text* through the HLO→MLIR
+route, which drops every fusion's ``backend_config`` (``_xla_compat``), so a tile must reach
+the compiler as a compile option (docs/gpu.md has the XLA sources this relies on):
 
-* ``override_file`` (default): ``xla_gpu_gemm_autotuner_override_file`` names a
-  ``TritonGemmConfigsProto`` textproto whose configs replace the autotuner's Triton search
-  space; with a single config and ``xla_gpu_cublas_fallback=false`` that tile is the only
-  candidate. Works on the inlined kernel body (XLA re-forms the GEMM fusion).
-* ``backend_config``: the wrapped kernel keeps its ``__triton_gemm`` fusion and the tile is
-  written into ``fusion_backend_config.triton_gemm_config``; the autotuner skips fusions
-  that already carry a config.
+* ``override`` (default): ``xla_gpu_override_gemm_autotuner`` = one ``TritonGemmKey`` textproto.
+  With autotuning enabled (XLA's default level) every Triton GEMM fusion gets exactly that tile
+  and nothing is profiled, so a compile worker never runs kernels on the GPU.
+* ``override_file``: ``xla_gpu_gemm_autotuner_override_file`` = a ``TritonGemmConfigsProto``
+  with one config; XLA treats it as a hint mapped onto its search space and *profiles* the
+  result on the GPU (use only with compile workers paused while timing).
+* ``backend_config``: the tile written into the wrapped fusion; refused while the compile
+  route drops it (every jaxlib tgt supports so far).
 
-Which one a given jaxlib honours must be checked on a GPU (``bench/gpu/run_tile_gpu.sh``): the
-tile the compiler really used is read back from the optimized kernel (``realized``) and stored.
+XLA caches autotuning results per process keyed by the fusion's HLO, not by these options, so
+each configured compile runs in a fresh compile worker (``fresh_compiler_per_config``).
+``realized`` reads the tile back from the optimized kernel; a field the module does not show is
+stored as ``None`` (unobserved) and encodes as 0, never copied from the request.
 Encoding into TpuGraphs' 24 tile features: kernel_bounds = (block_k, split_k), output_bounds =
 (block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum and product.
 """
@@ -34,7 +38,7 @@ import numpy as np
 from tpugraphs_tools.configs.tile import KernelConfig, bounds_features
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.hlo import attributes as A
-from tpugraphs_tools.hlo.module import Instruction, Module
+from tpugraphs_tools.hlo.module import Instruction, Module, Shape
 
 FIELDS = ("block_m", "block_n", "block_k", "split_k", "num_stages", "num_warps", "num_ctas")
 GRID = {
@@ -105,6 +109,12 @@ def _write_override(text: str, directory: Path) -> Path:
     return path
 
 
+def override_key(config: KernelConfig) -> str:
+    """One-line ``TritonGemmKey`` textproto (``xla_gpu_override_gemm_autotuner``)."""
+    s = config.as_dict()
+    return " ".join(f"{f}: {int(s[f])}" for f in FIELDS if f in s)
+
+
 def _backend_config(inst: Instruction) -> dict[str, Any]:
     try:
         return json.loads(inst.attrs.get("backend_config", "{}"))
@@ -112,20 +122,98 @@ def _backend_config(inst: Instruction) -> dict[str, Any]:
         return {}
 
 
-def _tile_of(fbc: dict[str, Any]) -> dict[str, int] | None:
-    """Tile fields from a fusion backend config: ``triton_gemm_config`` or the nested form.
+def _fusion_kind(inst: Instruction) -> str | None:
+    return _backend_config(inst).get("fusion_backend_config", {}).get("kind")
 
-    The nested form (``__triton_nested_gemm_fusion``) states block_m/n in its output tile and
-    block_k only in the nested operand fusions; block_k is then left out (encoded 0).
+
+def _dot_in(module: Module, fusion: Instruction) -> tuple[Instruction, dict[str, Instruction]]:
+    """The dot of a GEMM fusion's computation and that computation's instructions by name."""
+    for name in fusion.called_computations:
+        comp = module.computation(name)
+        by_name = {i.name: i for i in comp.instructions}
+        for inst in comp.instructions:
+            if inst.opcode == "dot":
+                return inst, by_name
+    raise ConfigError(f"GEMM fusion {fusion.name} calls no computation with a dot")
+
+
+def _has_dot(module: Module, fusion: Instruction) -> bool:
+    try:
+        _dot_in(module, fusion)
+    except (ConfigError, KeyError):
+        return False
+    return True
+
+
+def _block_k(module: Module, fusion: Instruction) -> int | None:
+    """Nested form: block_k is the lhs operand fusion's tile size on the contracting dim."""
+    try:
+        dot, by_name = _dot_in(module, fusion)
+    except (ConfigError, KeyError):
+        return None
+    lhs = by_name.get(dot.operands[0]) if dot.operands else None
+    contracting = A.int_list(dot.attrs.get("lhs_contracting_dims"))
+    if lhs is None or lhs.opcode != "fusion" or len(contracting) != 1:
+        return None
+    tiles = _backend_config(lhs).get("fusion_backend_config", {}).get(
+        "block_level_fusion_config", {}).get("output_tiles") or []
+    sizes = [int(v) for v in tiles[0].get("sizes", [])] if tiles else []
+    return sizes[contracting[0]] if contracting[0] < len(sizes) else None
+
+
+def _reduced_size(module: Module, user: Instruction, operand: Shape) -> int | None:
+    """Product of the dims a ``reduce`` (bare, or the first inside a fusion) removes."""
+    if user.opcode == "reduce":
+        dims = A.int_list(user.attrs.get("dimensions"))
+        return int(np.prod([operand.dims[d] for d in dims])) if dims else None
+    if user.opcode != "fusion":
+        return None
+    for name in user.called_computations:
+        comp = module.computation(name)
+        by_name = {i.name: i for i in comp.instructions}
+        for inst in comp.instructions:
+            src = by_name.get(inst.operands[0]) if inst.operands else None
+            if inst.opcode == "reduce" and src is not None:
+                dims = A.int_list(inst.attrs.get("dimensions"))
+                return int(np.prod([src.shape.dims[d] for d in dims])) if dims else None
+    return None
+
+
+def _split_k(module: Module, fusion: Instruction) -> int:
+    """Nested form: XLA's split-k adds a batch dim to the dot and a ``reduce`` over it after the
+    fusion; the size that reduce removes is split_k (1 when no reduce follows the fusion)."""
+    for comp in module.computations:
+        if not any(i.name == fusion.name for i in comp.instructions):
+            continue
+        for user in comp.instructions:
+            if fusion.name in user.operands:
+                size = _reduced_size(module, user, fusion.shape)
+                if size is not None:
+                    return size
+    return 1
+
+
+def _tile_of(module: Module, fusion: Instruction, fbc: dict[str, Any]) -> dict[str, int | None]:
+    """Every tile field as the optimized module shows it; ``None`` = not observable here.
+
+    ``triton_gemm_config`` states all fields. The nested form (``__triton_nested_gemm_fusion``)
+    states block_m/n in its output tile, num_warps/stages/ctas in its block config, block_k in
+    the lhs operand fusion's tile, and split_k through the reduce XLA adds after the fusion.
     """
     if "triton_gemm_config" in fbc:
-        return {k: int(v) for k, v in fbc["triton_gemm_config"].items() if k in FIELDS}
-    block = fbc.get("block_level_fusion_config")
-    if fbc.get("kind") != "__triton_nested_gemm_fusion" or not block:
-        return None
-    sizes = [int(v) for v in block["output_tiles"][0]["sizes"]]
-    out = {"block_m": sizes[-2] if len(sizes) > 1 else 1, "block_n": sizes[-1]}
-    out.update({k: int(block[k]) for k in ("num_warps", "num_stages", "num_ctas") if k in block})
+        got = {k: int(v) for k, v in fbc["triton_gemm_config"].items() if k in FIELDS}
+        return {f: got.get(f) for f in FIELDS}
+    block = fbc.get("block_level_fusion_config") or {}
+    tiles = block.get("output_tiles") or []
+    sizes = [int(v) for v in tiles[0].get("sizes", [])] if tiles else []
+    out: dict[str, int | None] = dict.fromkeys(FIELDS)
+    if len(sizes) >= 2:
+        out["block_m"], out["block_n"] = sizes[-2], sizes[-1]
+    for k in ("num_warps", "num_stages", "num_ctas"):
+        if k in block:
+            out[k] = int(block[k])
+    out["block_k"] = _block_k(module, fusion)
+    out["split_k"] = _split_k(module, fusion)
     return out
 
 
@@ -133,14 +221,17 @@ class TritonGemmTiles:
     """Triton GEMM tiles for kernels holding a dot; other kernels get no configs."""
 
     name = "gpu-triton-tiles"
+    MECHANISMS = ("override", "override_file", "backend_config")
 
-    def __init__(self, seed: int = 0, mechanism: str = "override_file", max_candidates: int = 64,
+    def __init__(self, seed: int = 0, mechanism: str = "override", max_candidates: int = 64,
                  override_dir: str | Path | None = None) -> None:
-        if mechanism not in ("override_file", "backend_config"):
-            raise ValueError(f"unknown mechanism {mechanism!r}")
+        if mechanism not in self.MECHANISMS:
+            raise ValueError(f"unknown mechanism {mechanism!r} (one of {self.MECHANISMS})")
         self.seed = seed
         self.mechanism = mechanism
-        self.kernel_form = "inlined" if mechanism == "override_file" else "wrapped"
+        self.kernel_form = "wrapped" if mechanism == "backend_config" else "inlined"
+        # XLA's autotune cache is per process and keyed by the fusion HLO, not the options.
+        self.fresh_compiler_per_config = mechanism != "backend_config"
         self.max_candidates = max_candidates
         self.override_dir = Path(override_dir or Path(tempfile.gettempdir()) / "tgt-triton")
 
@@ -154,16 +245,20 @@ class TritonGemmTiles:
         return [KernelConfig(), *(tiles[i] for i in picks)]
 
     def encode(self, config: KernelConfig) -> np.ndarray:
-        s = config.as_dict()
+        """Fields absent from ``config`` (unobserved, or the default) encode as 0."""
+        s = {k: v for k, v in config.as_dict().items() if v is not None}
         if not s:
             return bounds_features((), (), ())
-        return bounds_features((s.get("block_k", 0), s.get("split_k", 1)),
+        return bounds_features((s.get("block_k", 0), s.get("split_k", 0)),
                                (s.get("block_m", 0), s.get("block_n", 0)),
-                               (s.get("num_stages", 1), s.get("num_warps", 4)))
+                               (s.get("num_stages", 0), s.get("num_warps", 0)))
 
     def compile_options(self, config: KernelConfig) -> dict[str, Any]:
-        if config.is_default or self.mechanism != "override_file":
+        if config.is_default or self.mechanism == "backend_config":
             return {}
+        if self.mechanism == "override":
+            return {"xla_gpu_override_gemm_autotuner": override_key(config),
+                    "xla_gpu_cublas_fallback": False}
         path = _write_override(override_textproto(config), self.override_dir)
         return {"xla_gpu_gemm_autotuner_override_file": str(path),
                 "xla_gpu_cublas_fallback": False}
@@ -171,30 +266,51 @@ class TritonGemmTiles:
     def apply(self, text: str, config: KernelConfig) -> str:
         if config.is_default or self.mechanism != "backend_config":
             return text
+        from tpugraphs_tools._xla_compat import mlir_route_keeps_backend_config
+
+        if not mlir_route_keeps_backend_config():
+            raise ConfigError("this jaxlib's HLO→MLIR compile route drops fusion "
+                              "backend_config: a tile written there never reaches XLA (use "
+                              "the override mechanism)")
         s = config.as_dict()
         fields = ",".join(f'"{f}":"{int(s[f])}"' for f in FIELDS if f in s)
         new, count = _TRITON_CONFIG.subn(f'"triton_gemm_config":{{{fields}}}', text)
         if count == 0:
             raise ConfigError("kernel has no __triton_gemm fusion with a triton_gemm_config "
-                              "to rewrite (use the override_file mechanism)")
+                              "to rewrite (use the override mechanism)")
         return new
 
     def realized(self, optimized: Module, config: KernelConfig) -> tuple[KernelConfig,
                                                                           dict[str, Any]]:
-        """The tile the optimized kernel's GEMM fusion carries (the default: zeros if none)."""
+        """The tile the optimized kernel's GEMM fusion shows: observed fields only.
+
+        facts: ``tile`` (every field, ``None`` = unobserved), ``agreement`` per requested field
+        (True/False, ``None`` when unobserved), ``matches_request`` (True only when every
+        requested field was observed equal; False when any differs; None for the default or a
+        partly unobserved match).
+        """
+        wanted = config.as_dict()
         for _, inst in optimized.instructions():
-            if inst.opcode != "fusion":
+            if inst.opcode != "fusion" or _fusion_kind(inst) not in GEMM_KINDS:
                 continue
-            fbc = _backend_config(inst).get("fusion_backend_config", {})
-            if fbc.get("kind") not in GEMM_KINDS:
-                continue
-            found = _tile_of(fbc)
-            if found:
-                merged = {**config.as_dict(), **found}
-                facts = {"gemm_fusion": inst.name, "kind": fbc.get("kind"), "tile": found,
-                         "matches_request": all(config.as_dict().get(k) == v
-                                                for k, v in found.items())
-                         if not config.is_default else None}
-                return KernelConfig.of(**merged), facts
-        return config, {"gemm_fusion": None, "tile": None,
-                        "matches_request": None if config.is_default else False}
+            if not _has_dot(optimized, inst):
+                continue  # a nested operand fusion, not the GEMM itself
+            fbc = _backend_config(inst)["fusion_backend_config"]
+            tile = _tile_of(optimized, inst, fbc)
+            observed = {k: v for k, v in tile.items() if v is not None}
+            agreement = {k: (None if tile.get(k) is None else tile[k] == v)
+                         for k, v in wanted.items()}
+            facts = {"gemm_fusion": inst.name, "kind": fbc.get("kind"), "tile": tile,
+                     "unobserved": sorted(k for k, v in tile.items() if v is None),
+                     "agreement": agreement, "matches_request": _matches(config, agreement)}
+            return KernelConfig.of(**observed), facts
+        return KernelConfig(), {"gemm_fusion": None, "tile": None,
+                                "matches_request": None if config.is_default else False}
+
+
+def _matches(config: KernelConfig, agreement: dict[str, bool | None]) -> bool | None:
+    if config.is_default:
+        return None
+    if any(v is False for v in agreement.values()):
+        return False
+    return True if all(v is True for v in agreement.values()) else None

@@ -1,6 +1,6 @@
 """Child process that runs XLA's HLO parser on one module (see ``xla.py``).
 
-Self-contained on purpose (only jaxlib is imported): XLA aborts the whole process on some
+Kept apart on purpose (only the version shim and jaxlib are imported): XLA aborts the whole process on some
 malformed modules, so the parser never runs in the caller's process.
 stdin: the module (text or serialized HloModuleProto); argv[1]: "text" or "proto".
 stdout: JSON {"text": printed module or null, "async": {start: [computation, [names]]}}.
@@ -12,15 +12,15 @@ import sys
 
 
 def _hlo():  # type: ignore[no-untyped-def]
+    """XLA's HLO bindings, found the way tgt's version shim finds them (jaxlib moves them)."""
     try:
-        import jaxlib._hlo as hlo
+        from tpugraphs_tools._xla_compat import hlo_bindings
     except ImportError:
-        try:
-            from jax._src.lib import xla_client
-        except ImportError:
-            sys.exit(4)
-        hlo = xla_client.hlo
-    return hlo
+        sys.exit(4)
+    try:
+        return hlo_bindings()
+    except Exception:  # no binding in this jaxlib: the caller falls back to tgt's own checks
+        sys.exit(4)
 
 
 def _async_names(hlo, module):  # type: ignore[no-untyped-def]

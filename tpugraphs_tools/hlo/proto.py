@@ -11,10 +11,10 @@ from tpugraphs_tools.errors import HloParseError
 
 
 def proto_to_text(data: bytes, source: str = "<proto>") -> str:
-    from jax._src.lib import xla_client
+    from tpugraphs_tools._xla_compat import hlo_module_from_proto
 
     try:
-        module = xla_client.hlo.HloModule.from_serialized_hlo_module_proto(data)
+        module = hlo_module_from_proto(data)
     except Exception as exc:  # jaxlib raises its own runtime errors
         raise HloParseError(f"not a serialized HloModuleProto: {exc}", source=source) from None
     return module.to_string()

@@ -74,7 +74,9 @@ def fingerprint(module: Module) -> str:
 def from_lowered(lowered: Any, origin: str) -> HloSource:
     """Un-optimized module of a ``jax.stages.Lowered`` (what TpuGraphs' layout graphs are)."""
     text = lowered.as_text(dialect="hlo")
-    proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+    from tpugraphs_tools._xla_compat import lowered_hlo_proto
+
+    proto = lowered_hlo_proto(lowered)
     return HloSource(parse_hlo_text(text, source=origin, check_opcodes=False), text, proto,
                      "jax", "unoptimized", origin)
 
@@ -82,7 +84,9 @@ def from_lowered(lowered: Any, origin: str) -> HloSource:
 def from_compiled(compiled: Any, origin: str) -> HloSource:
     """Optimized module (fusions, assigned layouts) of a ``jax.stages.Compiled``."""
     text = compiled.as_text()
-    proto = compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
+    from tpugraphs_tools._xla_compat import compiled_hlo_proto
+
+    proto = compiled_hlo_proto(compiled)
     return HloSource(parse_hlo_text(text, source=origin, check_opcodes=False), text, proto,
                      "jax", "optimized", origin)
 

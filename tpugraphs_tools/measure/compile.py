@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.hlo.module import Module, Shape
 from tpugraphs_tools.hlo.sources import HloSource
@@ -41,12 +42,10 @@ def _row_major(rank: int) -> tuple[int, ...]:
 
 
 def _xla_shape(shape: Shape) -> Any:
-    from jax._src.lib import xla_client as xc
-
     if shape.is_tuple:
-        return xc.Shape.tuple_shape([_xla_shape(s) for s in shape.tuple_shapes])
+        return X.tuple_shape([_xla_shape(s) for s in shape.tuple_shapes])
     layout = shape.minor_to_major if shape.minor_to_major else _row_major(shape.rank)
-    return xc.Shape.array_shape(numpy_dtype(shape.element_type), shape.dims, layout)
+    return X.array_shape(numpy_dtype(shape.element_type), shape.dims, layout)
 
 
 def _leaves(shape: Shape) -> list[Shape]:
@@ -62,12 +61,10 @@ def result_layout(shape: Shape) -> Any:
     element, so the stated tuple shape itself would be refused ("not compatible with result
     shape").
     """
-    from jax._src.lib import xla_client as xc
-
     leaves = _leaves(shape)
     if len(leaves) == 1:
         return _xla_shape(leaves[0])
-    return xc.Shape.tuple_shape([_xla_shape(s) for s in leaves])
+    return X.tuple_shape([_xla_shape(s) for s in leaves])
 
 
 @dataclass(frozen=True)
@@ -90,18 +87,11 @@ def compile_text(text: str, signature: EntrySignature, options: dict[str, Any] |
                  backend: str | None = None) -> Any:
     """HLO text → loaded executable on the first device of ``backend``."""
     import jax
-    from jax._src.lib import xla_client as xc
 
-    module = xc.hlo.hlo_module_from_text(text)
-    computation = xc.XlaComputation(module.as_serialized_hlo_module_proto())
-    mlir = xc._xla.mlir.xla_computation_to_mlir_module(computation)
     device = jax.devices(backend)[0]
-    opts = xc.CompileOptions()
-    opts.argument_layouts = [_xla_shape(s) for s in signature.parameters]
-    opts.executable_build_options.result_layout = result_layout(signature.result)
-    if options:
-        opts.env_option_overrides = [(k, _option_value(v)) for k, v in options.items()]
-    return device.client.compile_and_load(mlir, xc.DeviceList((device,)), opts)
+    overrides = [(k, _option_value(v)) for k, v in (options or {}).items()]
+    return X.compile_hlo_text(text, device, [_xla_shape(s) for s in signature.parameters],
+                              result_layout(signature.result), overrides)
 
 
 # Generated-code artifacts XLA writes under ``xla_dump_to``: CPU object files, GPU PTX/cubins.
@@ -163,16 +153,12 @@ def make_inputs(signature: EntrySignature, seed: int, backend: str | None = None
 
 def run(executable: Any, inputs: list[Any]) -> list[Any]:
     """Execute once and return output arrays (blocked until ready)."""
-    outputs = executable.execute_sharded(inputs).disassemble_into_single_device_arrays()
-    flat = [o[0] for o in outputs]
-    for o in flat:
-        o.block_until_ready()
-    return flat
+    return X.execute(executable, inputs)
 
 
 def compile_hlo_source(src: HloSource, backend: str | None = None) -> HloSource:
     """The optimized module XLA makes of an un-optimized source (for kernel extraction)."""
     exe = compile_text(src.text, entry_signature(src.module), None, backend)
-    text = exe.hlo_modules()[0].to_string()
+    text = X.executable_hlo_text(exe)
     return HloSource(parse_hlo_text(text, source=src.origin), text, None, src.kind,
                      "optimized", src.origin)

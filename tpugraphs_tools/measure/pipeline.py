@@ -127,13 +127,21 @@ class PipelinedMeasurer:
         batch: list[dict[str, Any]] = []
         batch_started = 0.0
         timeout = self.opts.timeout_s
+        # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
+        # (a new process is not in the round's pause list).
+        recycle: set[int] = set()
 
         while todo or compiling or compiled or singles or batch:
+            if recycle and not batch:
+                for slot in recycle:
+                    self._replace_compiler(slot, restart=False)
+                recycle.clear()
             if todo and stop():
                 todo.clear()
             in_flight = len(compiling) + len(compiled) + len(batch)
             for slot, proc in enumerate(self._compilers):
-                if slot not in compiling and todo and in_flight < self.opts.lookahead:
+                if (slot not in compiling and slot not in recycle and todo
+                        and in_flight < self.opts.lookahead):
                     job = todo.popleft()
                     proc.conn.send(job)
                     compiling[slot] = _Compiling(job, time.monotonic())
@@ -183,6 +191,8 @@ class PipelinedMeasurer:
                     else:
                         known[payload["key"]] = payload["index"]
                         compiled.append(payload)
+                    if self.spec.fresh_compiler_per_job:
+                        recycle.add(slot)
                 elif time.monotonic() - compiling[slot].started > timeout:
                     flight = compiling.pop(slot)
                     on_result({"index": flight.job.index, "status": TIMEOUT,
@@ -207,11 +217,13 @@ class PipelinedMeasurer:
                 self._measure_failed(batch, f"no result within {timeout * len(batch):.0f} s; "
                                      "worker killed", TIMEOUT, singles, on_result)
                 batch = []
+        for slot in recycle:  # the next run() must find live workers
+            self._replace_compiler(slot, restart=False)
 
-    def _replace_compiler(self, slot: int) -> None:
+    def _replace_compiler(self, slot: int, restart: bool = True) -> None:
         self._compilers[slot].kill()
         self._compilers[slot] = self._new_compiler()
-        self.restarts += 1
+        self.restarts += int(restart)
 
     def _measure_failed(self, batch: list[dict[str, Any]], message: str, status: str,
                         singles: deque[dict[str, Any]],

@@ -15,6 +15,8 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
+from tpugraphs_tools.measure.device_env import share_device_memory
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -68,6 +70,7 @@ class WorkerProcess:
     """A spawned child running ``target(conn, *args)`` with a duplex pipe to the parent."""
 
     def __init__(self, target: Callable[..., None], *args: Any) -> None:
+        share_device_memory()  # inherited by the child: several jax processes share one GPU
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=target, args=(child, *args), daemon=True)

@@ -31,6 +31,9 @@ class SessionSpec:
     # Only valid for options that act through the HLO or the generated code.
     dedupe_on_code: bool = False
     return_optimized: bool = False  # send the optimized HLO text back with each result
+    # XLA:GPU caches autotuning per process by fusion HLO, ignoring the options that force a
+    # tile: each configured compile then needs a compile worker of its own (tile_gpu.py).
+    fresh_compiler_per_job: bool = False
 
 
 @dataclass

@@ -11,6 +11,7 @@ import signal
 import time
 from typing import Any
 
+from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
@@ -54,7 +55,7 @@ def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
         exe, code = C.compile_with_code_hash(text, signature, options, spec.backend)
     else:
         exe = C.compile_text(text, signature, options, spec.backend)
-    optimized_text = exe.hlo_modules()[0].to_string()
+    optimized_text = X.executable_hlo_text(exe)
     realized = realized_layouts(parse_hlo_text(optimized_text, source="optimized"), slots)
     if spec.dedupe_on_code:
         realized["code_hash"] = code
@@ -75,7 +76,7 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     from tpugraphs_tools.measure.compile import entry_signature
 
     signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
-    client = jax.devices(spec.backend)[0].client
+    device = jax.devices(spec.backend)[0]
     while True:
         try:
             job: Job | None = conn.recv()
@@ -92,13 +93,15 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                                                                   spec, job.slots)
             payload = {"index": job.index, "compile_seconds": time.perf_counter() - start,
                        "realized": realized, "key": key, "fault": job.fault,
-                       "executable": client.serialize_executable(exe)}
+                       "executable": X.serialize_executable(exe, device)}
             if spec.return_optimized:
                 payload["optimized_text"] = optimized_text
             conn.send(("compiled", payload))
         except Exception as exc:
             conn.send(("result", {"index": job.index, "status": COMPILE_ERROR,
                                   "error": _message(exc)}))
+        if spec.fresh_compiler_per_job:
+            return  # the parent starts a fresh worker for the next job
 
 
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
@@ -107,7 +110,6 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     pin(cpus)
     import jax
     import numpy as np
-    from jax._src.lib import xla_client as xc
 
     from tpugraphs_tools.hlo.text import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
@@ -132,7 +134,6 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         conn.send(("init_error", _message(exc)))
         return
     device = jax.devices(spec.backend)[0]
-    client = device.client
     scale = max([1.0] + [float(np.max(np.abs(r.astype(np.float64)))) for r in reference
                          if r.size])
     tolerance = spec.rtol * scale
@@ -161,8 +162,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             if item.get("fault") == "crash_run":
                 os.kill(os.getpid(), signal.SIGSEGV)
             try:
-                exe = client.deserialize_executable(item["executable"],
-                                                    xc.DeviceList((device,)), None)
+                exe = X.deserialize_executable(item["executable"], device)
                 error = check(exe)
             except Exception as exc:
                 result.update(status=RUNTIME_ERROR, error=_message(exc))

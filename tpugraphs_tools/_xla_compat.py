@@ -1,0 +1,177 @@
+"""The one place tgt touches jax/jaxlib internals that move between releases.
+
+tgt reads and compiles HLO *text* (a TpuGraphs graph is an HLO module, not a jax function), which
+public jax has no API for; the XLA client bindings it needs live under ``jax._src.lib`` and change
+between minor releases. Every such call goes through this module, which detects the binding that
+is present (never the version number) so a new jax either works or fails here with a message
+naming the missing piece. Supported range and what was tested where: docs/versions.md.
+
+Differences handled (tests/test_xla_compat.py exercises the branch the installed jax takes):
+
+* HLO module bindings: ``xla_client.hlo`` (jaxlib >= 0.10) or ``xla_client._xla`` (0.9).
+* Lowered → HLO proto: ``Lowered.compiler_ir("hlo")`` when it exists, otherwise the StableHLO
+  text converted by ``mlir_module_to_xla_computation``.
+* HLO → compilable MLIR: ``xla_computation_to_mlir_module``. Its HLO→MHLO import drops every
+  fusion's ``backend_config`` (checked by :func:`mlir_route_keeps_backend_config`), so compiler
+  choices must reach XLA through compile options, never through HLO attributes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from tpugraphs_tools.errors import TgtError
+
+
+class XlaCompatError(TgtError):
+    """The installed jax lacks an XLA binding tgt needs (outside the supported range)."""
+
+
+def xla_client() -> Any:
+    from jax._src.lib import xla_client as xc
+
+    return xc
+
+
+def hlo_bindings() -> Any:
+    """Namespace holding ``HloModule`` and ``hlo_module_from_text``."""
+    xc = xla_client()
+    for ns in (getattr(xc, "hlo", None), getattr(xc, "_xla", None)):
+        if ns is not None and hasattr(ns, "hlo_module_from_text") and hasattr(ns, "HloModule"):
+            return ns
+    raise XlaCompatError(_missing("HloModule / hlo_module_from_text"))
+
+
+def _missing(what: str) -> str:
+    import jax
+
+    return (f"jax {jax.__version__} has no XLA binding for {what}; tgt supports the range in "
+            "docs/versions.md")
+
+
+def versions() -> tuple[str, str]:
+    """(jax, jaxlib) versions, recorded in every dataset."""
+    import jax
+    import jaxlib
+
+    return jax.__version__, jaxlib.__version__
+
+
+# -- HLO text / proto ------------------------------------------------------------------------
+def hlo_module_from_text(text: str) -> Any:
+    return hlo_bindings().hlo_module_from_text(text)
+
+
+def hlo_module_from_proto(data: bytes) -> Any:
+    return hlo_bindings().HloModule.from_serialized_hlo_module_proto(data)
+
+
+def lowered_hlo_proto(lowered: Any) -> bytes:
+    """Serialized un-optimized ``HloModuleProto`` of a ``jax.stages.Lowered``."""
+    try:
+        return lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+    except (ValueError, TypeError, AttributeError, NotImplementedError):
+        pass  # dialect "hlo" gone: convert the StableHLO text
+    convert = getattr(xla_client()._xla.mlir, "mlir_module_to_xla_computation", None)
+    if convert is None:
+        raise XlaCompatError(_missing("Lowered → HLO proto"))
+    comp = convert(lowered.as_text(), use_tuple_args=False, return_tuple=False)
+    return comp.as_serialized_hlo_module_proto()
+
+
+def compiled_hlo_proto(compiled: Any) -> bytes:
+    """Serialized optimized ``HloModuleProto`` of a ``jax.stages.Compiled``."""
+    return compiled.runtime_executable().hlo_modules()[0].as_serialized_hlo_module_proto()
+
+
+def executable_hlo_text(executable: Any) -> str:
+    """Optimized HLO text of a loaded executable (what the compiler really made)."""
+    return executable.hlo_modules()[0].to_string()
+
+
+# -- compiling HLO text ----------------------------------------------------------------------
+def array_shape(dtype: Any, dims: Sequence[int], minor_to_major: Sequence[int]) -> Any:
+    return xla_client().Shape.array_shape(dtype, tuple(dims), tuple(minor_to_major))
+
+
+def tuple_shape(shapes: Sequence[Any]) -> Any:
+    return xla_client().Shape.tuple_shape(list(shapes))
+
+
+def _to_mlir(text: str) -> Any:
+    xc = xla_client()
+    module = hlo_module_from_text(text)
+    computation = xc.XlaComputation(module.as_serialized_hlo_module_proto())
+    convert = getattr(xc._xla.mlir, "xla_computation_to_mlir_module", None)
+    if convert is None:
+        raise XlaCompatError(_missing("HLO → MLIR (xla_computation_to_mlir_module)"))
+    return convert(computation)
+
+
+def compile_hlo_text(text: str, device: Any, argument_shapes: Sequence[Any], result_shape: Any,
+                     options: Sequence[tuple[str, Any]] = ()) -> Any:
+    """HLO text → loaded executable on ``device`` with the entry layouts pinned.
+
+    ``options`` become ``DebugOptions`` overrides (XLA flags without the ``--``); an unknown
+    name is rejected by XLA ("No such compile option").
+    """
+    xc = xla_client()
+    opts = xc.CompileOptions()
+    opts.argument_layouts = list(argument_shapes)
+    opts.executable_build_options.result_layout = result_shape
+    if options:
+        opts.env_option_overrides = list(options)
+    return device.client.compile_and_load(_to_mlir(text), xc.DeviceList((device,)), opts)
+
+
+_PROBE = ("HloModule probe, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\n"
+          "ENTRY e {\n  a = f32[2]{0} parameter(0)\n  ROOT n = f32[2]{0} negate(a)\n}\n")
+
+
+@functools.cache
+def compile_option_exists(name: str, value: Any) -> bool:
+    """Does this jaxlib's XLA know the ``DebugOptions`` field ``name``? Options come and go
+    between releases (``xla_cpu_use_fusion_emitters`` is gone in 0.12, ``xla_cpu_opt_preset``
+    is not yet in 0.9); a probe compile on CPU tells, whatever the backend collected on."""
+    import jax
+    import numpy as np
+
+    shape = array_shape(np.dtype("float32"), (2,), (0,))
+    try:
+        compile_hlo_text(_PROBE, jax.devices("cpu")[0], [shape], shape, [(name, value)])
+    except Exception as exc:  # XLA raises its own runtime error type
+        if "No such compile option" in str(exc):
+            return False
+        raise
+    return True
+
+
+@functools.cache
+def mlir_route_keeps_backend_config() -> bool:
+    """Does the HLO→MLIR compile route keep a fusion's ``backend_config``? (No through 0.10.)"""
+    text = ("HloModule probe, entry_computation_layout={(f32[2]{0})->f32[2]{0}}\n\n"
+            "fused {\n  p = f32[2]{0} parameter(0)\n  ROOT n = f32[2]{0} negate(p)\n}\n\n"
+            "ENTRY e {\n  a = f32[2]{0} parameter(0)\n  ROOT f = f32[2]{0} fusion(a), kind=kLoop, "
+            'calls=fused, backend_config={"tgt_probe_marker":"1"}\n}\n')
+    return "tgt_probe_marker" in str(_to_mlir(text))
+
+
+# -- executables -----------------------------------------------------------------------------
+def serialize_executable(executable: Any, device: Any) -> bytes:
+    return device.client.serialize_executable(executable)
+
+
+def deserialize_executable(data: bytes, device: Any) -> Any:
+    xc = xla_client()
+    return device.client.deserialize_executable(data, xc.DeviceList((device,)), None)
+
+
+def execute(executable: Any, inputs: list[Any]) -> list[Any]:
+    """Run once on the executable's single device; outputs blocked until ready."""
+    outputs = executable.execute_sharded(inputs).disassemble_into_single_device_arrays()
+    flat = [o[0] for o in outputs]
+    for o in flat:
+        o.block_until_ready()
+    return flat
