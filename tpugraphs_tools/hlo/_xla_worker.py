@@ -1,7 +1,7 @@
 """Child process that runs XLA's HLO parser on one module (see ``xla.py``).
 
-Kept apart on purpose (only the version shim and jaxlib are imported): XLA aborts the whole process on some
-malformed modules, so the parser never runs in the caller's process.
+A separate process on purpose (only the version shim and jaxlib are imported): XLA aborts
+the whole process on some malformed modules, so the parser never runs in the caller's process.
 stdin: the module (text or serialized HloModuleProto); argv[1]: "text" or "proto".
 stdout: JSON {"text": printed module or null, "async": {start: [computation, [names]]}}.
 Exit 3: XLA refused the module (its message on stderr); exit 4: no jaxlib.
