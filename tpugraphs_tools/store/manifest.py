@@ -15,7 +15,7 @@ import numpy as np
 
 from tpugraphs_tools import __version__
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: tables as Parquet parts (tables/<name>/part-NNNNN.parquet)
 MANIFEST = "manifest.json"
 
 
@@ -55,7 +55,7 @@ def new_manifest() -> dict[str, Any]:
         "jax_version": jax_v, "jaxlib_version": jaxlib_v,
         "python_version": sys.version.split()[0], "numpy_version": np.__version__,
         "host": host_info(), "devices": [],
-        "tables": {"graphs": {"file": "graphs.parquet", "rows": 0},
-                   "configs": {"file": "configs.parquet", "rows": 0}},
+        "tables": {name: {"key": "graph_id", "rows": 0, "next_part": 0, "parts": []}
+                   for name in ("graphs", "configs")},
         "files": {},
     }
