@@ -21,9 +21,9 @@ from validate_helpers import (
     edit_manifest,
     edit_table,
     graph_index,
-    table_part,
     restamp,
     set_cell,
+    table_part,
 )
 
 from tpugraphs_tools.validate import CHECKS, validate_path

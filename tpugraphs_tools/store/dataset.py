@@ -240,7 +240,7 @@ class Transaction:
         """
         _, old_keys, old_rows = self._extra_rows.get(table, (key, set(), []))
         self._extra_rows[table] = (key, old_keys | set(keys),
-                                   old_rows + [to_arrow_table(table, rows)])
+                                   [*old_rows, to_arrow_table(table, rows)])
 
     def put_file(self, rel: str, data: bytes) -> None:
         """Add or replace any file under the dataset root (listed + checksummed)."""
