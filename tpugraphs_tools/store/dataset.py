@@ -10,6 +10,7 @@ so a transaction holds row metadata in memory, not arrays.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -216,6 +217,16 @@ class Transaction:
         self._graph_rows[graph_id] = row
         self._stage_file(npz_rel, lambda p: _write_npz(p, arrays))
 
+    def put_graph_file(self, row: dict[str, Any], npz: Path) -> None:
+        """Like :meth:`put_graph` for an npz already written (e.g. by a worker process):
+        the file is moved into the dataset's staging, not copied."""
+        graph_id = row["graph_id"]
+        npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
+        row = {"created_at": now(), **row, "npz_file": npz_rel}
+        to_arrow_table("graphs", [row])
+        self._graph_rows[graph_id] = row
+        self._stage_file(npz_rel, lambda p: os.replace(npz, p))
+
     def update_arrays(self, graph_id: str, arrays: dict[str, np.ndarray]) -> None:
         """Merge ``arrays`` into a graph's npz (e.g. config arrays after measuring)."""
         npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
@@ -231,6 +242,11 @@ class Transaction:
         """Replace every config row of ``graph_id``."""
         self._config_tables[graph_id] = to_arrow_table(
             "configs", [{**r, "graph_id": graph_id} for r in rows])
+
+    def put_config_table(self, graph_id: str, table: pa.Table) -> None:
+        """:meth:`put_configs` for rows already in the configs schema (``schema.to_arrow_table``
+        with ``graph_id`` filled in)."""
+        self._config_tables[graph_id] = table
 
     def put_rows(self, table: str, key: str, keys: list[Any], rows: list[dict[str, Any]]) -> None:
         """Replace the rows of ``table`` whose ``key`` column is in ``keys`` with ``rows``.

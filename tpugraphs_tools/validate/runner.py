@@ -15,9 +15,11 @@ from pathlib import Path
 
 import polars as pl
 
+from tpugraphs_tools.parallel import Pool
 from tpugraphs_tools.store.manifest import MANIFEST
 from tpugraphs_tools.store.tables import Part, TableInfo
 from tpugraphs_tools.validate import dataset_checks, dataset_rows, table_checks, tree_checks
+from tpugraphs_tools.validate.jobs import NpzJob, merge, run_npz_job
 from tpugraphs_tools.validate.npz_file import check_npz
 from tpugraphs_tools.validate.report import Report
 from tpugraphs_tools.validate.structure_checks import MAX_ARRAY_BYTES
@@ -26,8 +28,11 @@ _TGT_MARKERS = ("graphs.parquet", "configs.parquet", "tables")
 
 
 def validate_path(path: str | Path, max_errors: int | None = None, *,
-                  max_array_bytes: int = MAX_ARRAY_BYTES) -> Report:
-    """Validate a tgt dataset, an official TpuGraphs tree, a directory of npz or one npz."""
+                  max_array_bytes: int = MAX_ARRAY_BYTES, jobs: int = 1) -> Report:
+    """Validate a tgt dataset, an official TpuGraphs tree, a directory of npz or one npz.
+
+    ``jobs`` processes check npz files; findings are the same for any ``jobs``.
+    """
     root = Path(path)
     report = Report(root=str(root), max_errors=max_errors)
     if root.is_file():
@@ -39,7 +44,8 @@ def validate_path(path: str | Path, max_errors: int | None = None, *,
         return report
     if (root / MANIFEST).exists() or any((root / m).exists() for m in _TGT_MARKERS):
         report.kind = "tgt"
-        _validate_tgt(root, report, max_array_bytes)
+        with Pool(jobs) as pool:
+            _validate_tgt(root, report, max_array_bytes, pool)
         return report
     files = tree_checks.discover(root)
     if not files:
@@ -47,11 +53,12 @@ def validate_path(path: str | Path, max_errors: int | None = None, *,
         report.emit("dataset.not_a_dataset", "no manifest.json and no .npz files", ".")
         return report
     report.kind = "tpugraphs" if tree_checks.is_tree(files) else "npz"
-    tree_checks.check_tree(root, files, report, max_array_bytes)
+    with Pool(jobs) as pool:
+        tree_checks.check_tree(root, files, report, max_array_bytes, pool)
     return report
 
 
-def _validate_tgt(root: Path, report: Report, max_array_bytes: int) -> None:
+def _validate_tgt(root: Path, report: Report, max_array_bytes: int, pool: Pool) -> None:
     manifest = dataset_checks.check_manifest(root, report)
     if manifest is None:
         return
@@ -64,7 +71,7 @@ def _validate_tgt(root: Path, report: Report, max_array_bytes: int) -> None:
         locate = places.get("graphs", _Places())
         if graphs is not None:
             dataset_rows.check_split_overlap(graphs, report, locate)
-        checker = _GraphFiles(root, graphs, locate, manifest, report, max_array_bytes)
+        checker = _GraphFiles(root, graphs, locate, manifest, report, max_array_bytes, pool)
         if STREAMED in infos and table_checks.has_schema(STREAMED):
             _stream_configs(root, manifest, infos[STREAMED], tables, checker, report)
         checker.finish()
@@ -169,54 +176,62 @@ def _stream_configs(root: Path, manifest: dict, info: TableInfo,
                                 key=info.key)
                 seen.setdefault(value, part.file)
         refs = dataset_rows.check_configs(df, part.file, report)
-        for graph_id in refs.by_graph:
-            checker.check(graph_id, refs)
+        checker.check(list(refs.by_graph), refs)
 
 
 class _GraphFiles:
     """Each graph row's npz (streamed, one at a time) and HLO file, then orphans."""
 
     def __init__(self, root: Path, graphs: pl.DataFrame | None, locate: _Places,
-                 manifest: dict, report: Report, max_array_bytes: int) -> None:
+                 manifest: dict, report: Report, max_array_bytes: int, pool: Pool) -> None:
         self.root, self.manifest, self.report, self.locate = root, manifest, report, locate
-        self.max_array_bytes = max_array_bytes
+        self.max_array_bytes, self.pool = max_array_bytes, pool
         rows = graphs.to_dicts() if graphs is not None else []
         self.rows = {str(r.get("graph_id")): (i, r) for i, r in enumerate(rows)}
         self.order = [str(r.get("graph_id")) for r in rows]
         self.done: set[str] = set()
         self.referenced: set[str] = set()
 
-    def check(self, graph_id: str, refs: dataset_rows.ConfigRefs) -> None:
-        if graph_id in self.done or graph_id not in self.rows or self.report.full:
-            return
-        self.done.add(graph_id)
+    def _job(self, graph_id: str) -> NpzJob:
+        """The graph's HLO/npz presence findings, and its npz to check if it exists."""
         position, row = self.rows[graph_id]
         graphs_rel, index = self.locate(position)
-        root, listed, report = self.root, self.manifest["files"], self.report
+        root, listed = self.root, self.manifest["files"]
+        pre = Report(root="")
         hlo = row.get("hlo_file")
         if hlo and not (root / hlo).is_file() and hlo not in listed:
-            report.emit("dataset.hlo_missing", f"graph {row.get('graph_id')!r} has no HLO file "
-                        f"{hlo}", graphs_rel, key="hlo_file", index=index)
+            pre.emit("dataset.hlo_missing", f"graph {row.get('graph_id')!r} has no HLO file "
+                     f"{hlo}", graphs_rel, key="hlo_file", index=index)
         rel = row.get("npz_file")
         if rel:
             self.referenced.add(rel)
+        path: Path | None = root / rel if rel else None
         if not rel or not (root / rel).is_file():
             if not rel or rel not in listed:
-                report.emit("dataset.npz_missing", f"graph {row.get('graph_id')!r} npz "
-                            f"{rel!r} does not exist", graphs_rel, key="npz_file",
-                            index=index)
-            return
+                pre.emit("dataset.npz_missing", f"graph {row.get('graph_id')!r} npz "
+                         f"{rel!r} does not exist", graphs_rel, key="npz_file", index=index)
+            path = None
         collection = row.get("collection")
-        summary = check_npz(root / rel, rel, collection if collection in ("layout", "tile")
-                            else None, report, max_array_bytes=self.max_array_bytes)
-        if summary is not None and row.get("graph_id") is not None:
-            dataset_rows.check_graph_against_npz(row, index, summary, refs, report, graphs_rel)
+        return NpzJob(path, str(rel), collection if collection in ("layout", "tile") else None,
+                      False, self.max_array_bytes, tuple(pre.findings), graph_id)
+
+    def check(self, graph_ids: list[str], refs: dataset_rows.ConfigRefs) -> None:
+        todo = [g for g in graph_ids if g not in self.done and g in self.rows]
+        self.done.update(todo)
+        for result in self.pool.map(run_npz_job, (self._job(g) for g in todo)):
+            if self.report.full:
+                return
+            merge(result, self.report)
+            graph_id = result.job.tag
+            position, row = self.rows[graph_id]
+            graphs_rel, index = self.locate(position)
+            if result.summary is not None and row.get("graph_id") is not None:
+                dataset_rows.check_graph_against_npz(row, index, result.summary, refs,
+                                                     self.report, graphs_rel)
 
     def finish(self) -> None:
         """Graphs without config rows, then npz files no graph row references."""
-        empty = dataset_rows.ConfigRefs("configs")
-        for graph_id in self.order:
-            self.check(graph_id, empty)
+        self.check(self.order, dataset_rows.ConfigRefs("configs"))
         if self.report.full:
             return
         listed = self.manifest["files"]
