@@ -132,7 +132,7 @@ def folder_of(entry: TreeEntry) -> str:
     return "/".join(p for p in parts if p)
 
 
-MAX_PART_ROWS = 1_000_000  # config rows per commit, so one table part stays bounded
+MAX_PART_ROWS = 250_000  # config rows per commit, so one table part (what validate reads at once) stays small
 
 
 @dataclass
