@@ -132,7 +132,8 @@ def folder_of(entry: TreeEntry) -> str:
     return "/".join(p for p in parts if p)
 
 
-MAX_PART_ROWS = 250_000  # config rows per commit, so one table part (what validate reads at once) stays small
+# Config rows per commit, so one table part (what validate reads at once) stays small.
+MAX_PART_ROWS = 250_000
 
 
 @dataclass
