@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import polars as pl
 import pytest
 from click.testing import CliRunner
 
@@ -68,7 +67,7 @@ def test_cli_partition(dataset: Dataset) -> None:
     result = runner.invoke(main, ["partition", str(dataset.root), "--segments", "3",
                                   "--method", "contiguous"])
     assert result.exit_code == 0, result.output
-    table = pl.read_parquet(dataset.root / "partitions.parquet")
+    table = Dataset.open(dataset.root).table("partitions")
     assert set(table["partition"]) == {"contiguous-3"}
     both = runner.invoke(main, ["partition", str(dataset.root), "--segments", "3",
                                 "--max-segment-nodes", "5"])

@@ -260,3 +260,39 @@ def test_cli_export_and_import(source_dataset: Path, tmp_path: Path):
     assert res.exit_code == 1 and "not empty" in " ".join(res.output.split())
     res = runner.invoke(main, ["export", str(tmp_path / "missing"), "--out", str(tree)])
     assert res.exit_code == 1 and "not a tgt dataset" in " ".join(res.output.split())
+
+
+def _without_times(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.drop("created_at") if "created_at" in frame.columns else frame
+
+
+def test_parallel_import_equals_serial(exported: Path, tmp_path: Path):
+    serial = Dataset.open(import_tpugraphs(exported, tmp_path / "serial", jobs=1).out)
+    parallel = Dataset.open(import_tpugraphs(exported, tmp_path / "parallel", jobs=2,
+                                             batch_bytes=1).out)  # one commit per file
+    assert len(parallel.table_info("configs").parts) > 1
+    assert _without_times(serial.graphs()).equals(_without_times(parallel.graphs()))
+    assert serial.configs().equals(parallel.configs())
+    for gid in serial.graphs()["graph_id"]:
+        a, b = serial.load_arrays(gid), parallel.load_arrays(gid)
+        assert list(a) == list(b) and all(np.array_equal(a[k], b[k]) for k in a)
+    assert validate_path(tmp_path / "parallel").ok()
+    assert len(serial.table_info("configs").parts) == 1  # 7 graphs in one part: pool runs
+    for gid in serial.graphs()["graph_id"].to_list()[1:3]:  # faults in two graphs
+        arrays = serial.load_arrays(gid)
+        arrays["node_feat"][0, 0] = np.nan
+        np.savez(serial.npz_path(gid), **arrays)
+    serial_findings = validate_path(tmp_path / "serial").findings
+    assert {f.check for f in serial_findings} >= {"values.non_finite",
+                                                   "dataset.size_mismatch"}
+    assert validate_path(tmp_path / "serial", jobs=2).findings == serial_findings
+
+
+def test_parallel_import_error_names_the_file(tmp_path: Path):
+    tree = tmp_path / "tree"
+    for i in range(4):  # enough files for the pool to start
+        _write(tree, f"npz/layout/xla/default/train/ok{i}.npz", _layout_arrays(n=5 + i))
+    (tree / "npz/layout/xla/default/train/zz.npz").write_bytes(b"not a zip at all")
+    with pytest.raises(DatasetError, match=r"zz\.npz: not a readable npz"):
+        import_tpugraphs(tree, tmp_path / "data", jobs=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tree"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
 HLO = """
@@ -36,7 +37,7 @@ def _command(hlo: Path, out: Path) -> list[str]:
 
 
 def _rows(out: Path) -> pl.DataFrame:
-    return pl.read_parquet(out / "configs.parquet").select("graph_id", "config_index", "status")
+    return Dataset.open(out).configs().select("graph_id", "config_index", "status")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import pytest
 
 from tpugraphs_tools.collect.plan import request_from_plan
 from tpugraphs_tools.collect.run import collect
+from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
 ray = pytest.importorskip("ray")
@@ -28,8 +29,8 @@ def _plan(hlo: str, out: str) -> dict:
 
 
 def _keys(out) -> tuple[list[str], pl.DataFrame]:
-    graphs = sorted(pl.read_parquet(out / "graphs.parquet")["graph_id"].to_list())
-    configs = pl.read_parquet(out / "configs.parquet").select("graph_id", "config_index")
+    graphs = sorted(Dataset.open(out).graphs()["graph_id"].to_list())
+    configs = Dataset.open(out).configs().select("graph_id", "config_index")
     return graphs, configs.sort("graph_id", "config_index")
 
 

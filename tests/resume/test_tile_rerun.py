@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest, build_graph, collect
 from tpugraphs_tools.collect.tile import TileOptions
 from tpugraphs_tools.programs import ProgramArgs
+from tpugraphs_tools.store import Dataset
 
 
 def test_second_tile_run_measures_nothing(tmp_path):
@@ -20,8 +19,8 @@ def test_second_tile_run_measures_nothing(tmp_path):
     # kernels point at the id the whole program's layout graph gets
     parent = build_graph(item, None).graph_id
     assert {g["parent_graph_id"] for g in first.graphs} == {parent}
-    configs_before = pl.read_parquet(tmp_path / "data" / "configs.parquet")
+    configs_before = Dataset.open(tmp_path / "data").configs()
     second = collect(request)
     assert sorted(second.skipped) == sorted(g["graph_id"] for g in first.graphs)
     assert not second.tiles
-    assert pl.read_parquet(tmp_path / "data" / "configs.parquet").equals(configs_before)
+    assert Dataset.open(tmp_path / "data").configs().equals(configs_before)

@@ -211,16 +211,21 @@ def test_manifest_lists_every_file_with_checksums_and_versions(tmp_path: Path, a
     root = tmp_path / "ds"
     make_dataset(root, arrays)
     manifest = assert_consistent(root)
-    assert set(manifest["files"]) == {"graphs.parquet", "configs.parquet",
+    assert set(manifest["files"]) == {"tables/graphs/part-00000.parquet",
+                                      "tables/configs/part-00000.parquet",
                                       "graphs/a.000000000001.npz",
                                       "graphs/a.000000000001.hlo.pb"}
-    assert manifest["format"] == "tgt-dataset" and manifest["format_version"] == 1
+    assert manifest["format"] == "tgt-dataset" and manifest["format_version"] == 2
     assert manifest["jax_version"] == jax.__version__
     assert manifest["jaxlib_version"] == jaxlib.__version__
     assert manifest["tgt_version"] == tpugraphs_tools.__version__
     assert manifest["python_version"] == sys.version.split()[0]
-    assert manifest["tables"] == {"graphs": {"file": "graphs.parquet", "rows": 1},
-                                  "configs": {"file": "configs.parquet", "rows": 2}}
+    gid = "a.000000000001"
+    assert manifest["tables"] == {
+        "graphs": {"key": "graph_id", "rows": 1, "next_part": 1, "parts": [
+            {"file": "tables/graphs/part-00000.parquet", "rows": 1, "min": gid, "max": gid}]},
+        "configs": {"key": "graph_id", "rows": 2, "next_part": 1, "parts": [
+            {"file": "tables/configs/part-00000.parquet", "rows": 2, "min": gid, "max": gid}]}}
     for npz_path in root.glob("graphs/*.npz"):
         with np.load(npz_path, allow_pickle=False) as npz:
             loaded = {k: npz[k] for k in npz.files}

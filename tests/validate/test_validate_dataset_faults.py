@@ -23,12 +23,13 @@ from validate_helpers import (
     graph_index,
     restamp,
     set_cell,
+    table_part,
 )
 
 from tpugraphs_tools.validate import CHECKS, validate_path
 
 HLO_A = f"graphs/{GRAPH_A}.hlo.txt"
-CONFIGS, GRAPHS = "configs.parquet", "graphs.parquet"
+CONFIGS, GRAPHS = table_part("configs"), table_part("graphs")
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def _table_edit(name: str, edit: Callable[[pa.Table], pa.Table], check: str,
                 key: str | None) -> Callable[[Path], tuple[Expect, ...]]:
     def fn(root: Path) -> tuple[Expect, ...]:
         edit_table(root, name, edit)
-        return (Expect(check, f"{name}.parquet", key),)
+        return (Expect(check, table_part(name), key),)
     return fn
 
 
@@ -143,6 +144,7 @@ def _drop_config_row(root: Path) -> tuple[Expect, ...]:
 
 
 def _row_count(m: dict) -> None:
+    m["tables"]["configs"]["parts"][0]["rows"] = 99
     m["tables"]["configs"]["rows"] = 99
 
 

@@ -111,13 +111,21 @@ def edit_npz(root: Path, rel: str, fn: Callable[[dict[str, np.ndarray]], Any]) -
     write_npz(root, rel, arrays if out is None else out)
 
 
+def table_part(name: str) -> str:
+    """The one part file of a table of the test dataset (written in one commit)."""
+    return f"tables/{name}/part-00000.parquet"
+
+
 def edit_table(root: Path, name: str, fn: Callable[[pa.Table], pa.Table]) -> None:
-    rel = f"{name}.parquet"
+    rel = table_part(name)
     table = fn(pq.read_table(root / rel))
     pq.write_table(table, root / rel)
     restamp(root, rel)
     manifest = json.loads((root / "manifest.json").read_text())
-    manifest["tables"][name]["rows"] = table.num_rows
+    info = manifest["tables"][name]
+    (part,) = [p for p in info["parts"] if p["file"] == rel]
+    info["rows"] += table.num_rows - part["rows"]
+    part["rows"] = table.num_rows
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 

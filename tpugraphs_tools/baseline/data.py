@@ -56,7 +56,6 @@ class TgtSource:
 
         self.dataset = Dataset.open(root)
         self.name = str(root)
-        self._copies: dict[str, dict[int, int]] | None = None
 
     def index(self) -> list[GraphInfo]:
         graphs = self.dataset.graphs()
@@ -66,23 +65,17 @@ class TgtSource:
                                  row["program"], row["split"]))
         return out
 
-    def _num_copies(self) -> dict[str, dict[int, int]]:
-        """graph_id → {npz_row: num_copies}; empty when configs.parquet has no such values."""
-        if self._copies is None:
-            configs = self.dataset.configs()
-            self._copies = {}
-            if {"num_copies", "npz_row"} <= set(configs.columns):
-                rows = configs.filter(pl.col("num_copies").is_not_null()
-                                      & pl.col("npz_row").is_not_null())
-                for gid, npz_row, copies in rows.select(
-                        "graph_id", "npz_row", "num_copies").iter_rows():
-                    self._copies.setdefault(gid, {})[int(npz_row)] = int(copies)
-        return self._copies
+    def _num_copies(self, graph_id: str) -> dict[int, int]:
+        """{npz_row: num_copies} of one graph, read from the table parts that hold it (never
+        the whole configs table); empty when it has no such values."""
+        rows = self.dataset.configs_of(graph_id).filter(
+            pl.col("num_copies").is_not_null() & pl.col("npz_row").is_not_null())
+        return {int(r): int(c) for r, c in rows.select("npz_row", "num_copies").iter_rows()}
 
     def load(self, info: GraphInfo) -> GraphRecord:
         arrays = self.dataset.load_arrays(info.graph_id)
         copies = None
-        known = self._num_copies().get(info.graph_id)
+        known = self._num_copies(info.graph_id)
         if known:
             count = int(arrays["config_runtime"].shape[0])
             copies = np.full(count, -1, dtype=np.int64)

@@ -18,10 +18,13 @@ from tpugraphs_tools.cli.export_cmd import print_warnings
               help="Backend recorded for the graphs [default: what a tgt export recorded in "
                    "tgt-provenance.json, else tpu (TpuGraphs was measured on TPUs)].")
 @click.option("--batch-mb", type=click.IntRange(min=1), default=256, show_default=True,
-              help="Arrays held in memory before a commit (bigger: fewer table rewrites).")
+              help="Arrays imported between commits (each commit adds one table part).")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0,
+              help="Processes reading files (0: one per core). Results do not depend on it.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it is not empty.")
 @handle_errors
-def import_(tree: str, out: str, backend: str | None, batch_mb: int, overwrite: bool) -> None:
+def import_(tree: str, out: str, backend: str | None, batch_mb: int, jobs: int,
+            overwrite: bool) -> None:
     """Read the official TpuGraphs tree TREE into a new tgt dataset.
 
     \b
@@ -35,13 +38,14 @@ def import_(tree: str, out: str, backend: str | None, batch_mb: int, overwrite: 
       tgt import ~/tpugraphs/npz_all/ --out tpugraphs-data/
       tgt import tpugraphs/ --out data/ --overwrite
     """
+    from tpugraphs_tools.parallel import default_jobs
     from tpugraphs_tools.publish import import_tpugraphs
 
     with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("import", total=None)
         result = import_tpugraphs(tree, out, backend=backend, overwrite=overwrite,
-                                  batch_bytes=batch_mb << 20,
+                                  batch_bytes=batch_mb << 20, jobs=jobs or default_jobs(),
                                   progress=lambda i, n: bar.update(task, completed=i, total=n))
     print_warnings(result.warnings)
     table = Table(title=f"imported from {tree}")

@@ -23,9 +23,12 @@ from tpugraphs_tools.validate.report import Finding, Report
 @click.option("--strict", is_flag=True, help="Warnings fail too (exit 1).")
 @click.option("--examples", type=click.IntRange(min=0), default=5, show_default=True,
               help="Examples shown per check in the human report.")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0,
+              help="Processes checking npz files (0: one per core). Findings do not depend "
+                   "on it.")
 @handle_errors
 def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
-             examples: int) -> None:
+             examples: int, jobs: int) -> None:
     """Check DATA (default data/) and exit 0 if clean, 1 on findings, 2 on usage errors.
 
     DATA is a tgt dataset (manifest.json), an official TpuGraphs tree (npz/layout/...,
@@ -38,9 +41,10 @@ def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
       tgt validate data/ --json --strict
       tgt validate ~/tpugraphs/npz/layout/xla/default --max-errors 50
     """
+    from tpugraphs_tools.parallel import default_jobs
     from tpugraphs_tools.validate import validate_path
 
-    report = validate_path(data, max_errors=max_errors)
+    report = validate_path(data, max_errors=max_errors, jobs=jobs or default_jobs())
     if as_json:
         click.echo(json.dumps({**report.to_json(), "ok": report.ok(strict=strict),
                                "strict": strict}, indent=2))

@@ -103,7 +103,7 @@ def committed_rows(dataset: Dataset, graph_id: str, header: dict[str, Any]
     graphs = dataset.graphs()
     if graphs.height == 0 or graph_id not in set(graphs["graph_id"].to_list()):
         return None
-    configs = dataset.configs().filter(pl.col("graph_id") == graph_id)
+    configs = dataset.configs_of(graph_id)
     rows = {int(r["config_index"]): r for r in configs.to_dicts()}
     if rows:
         first = rows[min(rows)]

@@ -13,10 +13,13 @@ def collection_status(root: str | Path) -> dict[str, Any]:
     root = Path(root)
     dataset = Dataset.open(root)
     graphs = dataset.graphs()
-    configs = dataset.configs()
+    counts: dict[str, dict[str, int]] = {}
+    for gid, status, n in dataset.scan("configs").group_by("graph_id", "status").len() \
+            .sort("graph_id", "status").collect().iter_rows():
+        counts.setdefault(gid, {})[status] = int(n)
     committed = []
     for row in graphs.select("graph_id", "program", "num_configs").to_dicts():
-        statuses = configs.filter(configs["graph_id"] == row["graph_id"])["status"]
-        committed.append({**row, "config_rows": statuses.len(),
-                          "statuses": dict(statuses.value_counts().iter_rows())})
+        statuses = counts.get(row["graph_id"], {})
+        committed.append({**row, "config_rows": sum(statuses.values()),
+                          "statuses": statuses})
     return {"dataset": str(root), "committed": committed, "partial": partial_collections(root)}

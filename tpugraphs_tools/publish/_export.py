@@ -81,17 +81,19 @@ def search_groups(by_search: dict[str, list[int]], fallback: str
     return {s: tuple(sorted(rows)) for s, rows in sorted(by_search.items())}
 
 
-def ok_rows_by_search(configs: pl.DataFrame) -> dict[str, dict[str, list[int]]]:
-    """graph_id → strategy → npz rows of its ok configs (one group-by, not a row loop)."""
-    ok = configs.filter((pl.col("status") == "ok") & pl.col("npz_row").is_not_null())
-    grouped = ok.group_by(["graph_id", "strategy"]).agg(pl.col("npz_row").sort())
+def ok_rows_by_search(configs: pl.DataFrame | pl.LazyFrame) -> dict[str, dict[str, list[int]]]:
+    """graph_id → strategy → npz rows of its ok configs (one group-by, not a row loop; a lazy
+    scan is aggregated without loading the table)."""
+    ok = configs.lazy().filter((pl.col("status") == "ok") & pl.col("npz_row").is_not_null())
+    grouped = ok.group_by(["graph_id", "strategy"]).agg(pl.col("npz_row").sort()) \
+        .collect(engine="streaming")
     out: dict[str, dict[str, list[int]]] = {}
     for graph_id, strategy, rows in grouped.iter_rows():
         out.setdefault(graph_id, {})[strategy] = [int(r) for r in rows]
     return out
 
 
-def plan_export(graphs: pl.DataFrame, configs: pl.DataFrame, splits: SplitPlan,
+def plan_export(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame, splits: SplitPlan,
                 source: str | None, config_counts: dict[str, int]) -> tuple[list[FilePlan],
                                                                             list[str]]:
     """Every file to write, with collisions and unusable graphs reported by graph id."""
@@ -144,7 +146,9 @@ def export_tpugraphs(data: str | Path, out: str | Path, *, source: str | None = 
     counts: dict[str, int] = {}
     for graph_id in graphs["graph_id"].to_list():
         counts[graph_id] = _stored_configs(dataset, graph_id)
-    plans, warnings = plan_export(graphs, dataset.configs(), splits, source, counts)
+    needed = ("graph_id", "strategy", "status", "npz_row")
+    plans, warnings = plan_export(graphs, dataset.scan("configs").select(needed), splits, source,
+                                  counts)
     warnings = splits.conflicts + warnings
     if not plans:
         raise DatasetError(f"{data}: no graph has measured configs; nothing to export")

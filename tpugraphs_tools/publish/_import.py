@@ -1,6 +1,7 @@
 """``tgt import``: an official TpuGraphs tree (or the real download) → a tgt dataset.
 
-Arrays are stored exactly as read, so exporting the dataset again gives the same bytes. The
+Arrays are stored exactly as read, so exporting the dataset again gives the same bytes.
+Files are read one at a time (or on a process pool), so memory does not grow with the tree. The
 path says collection, source, search strategy and split; the file stem becomes the program.
 """
 
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,14 +18,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.parallel import ordered_map
 from tpugraphs_tools.publish._npz import read_official_npz
 from tpugraphs_tools.publish._official import TreeEntry, conform, num_configs, parse_tree_path
-from tpugraphs_tools.publish._provenance import matching, read_provenance
+from tpugraphs_tools.publish._provenance import entry_key, matching, read_provenance
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset, make_graph_id
+from tpugraphs_tools.store.schema import to_arrow_table
 
+SCRATCH = ".tgt-import"  # worker-written npz files waiting for their commit (removed at the end)
 EXPECTED = ("npz/layout/{xla|nlp}/{default|random}/{train|valid|test}/<graph>.npz or "
             "npz/tile/xla/{train|valid|test}/<graph>.npz")
 
@@ -141,14 +148,55 @@ def folder_of(entry: TreeEntry) -> str:
     return "/".join(p for p in parts if p)
 
 
+# Config rows per commit, so one table part (what validate reads at once) stays small.
+MAX_PART_ROWS = 250_000
+
+
+@dataclass
+class Prepared:
+    """One tree file read, checked and written as a dataset npz (by a worker or inline)."""
+
+    rel: str
+    folder: str
+    row: dict[str, Any]
+    provenance_applied: bool
+    configs: pa.Table
+    extra: list[str]
+    nbytes: int
+    npz: Path
+
+
+def prepare(job: tuple[Path, TreeEntry, str | None, Path, dict[str, Any] | None]) -> Prepared:
+    """Read one file, check it is exportable as it is, and write its npz into ``scratch``.
+
+    Runs in a worker process for parallel imports: only the row, the config rows and a path
+    travel back, never the arrays.
+    """
+    tree, entry, backend, scratch, recorded = job
+    arrays, extra = read_official_npz(tree / entry.rel, entry.collection)
+    conform(arrays, entry.collection, str(tree / entry.rel))  # exportable as it is
+    fingerprint = arrays_fingerprint(arrays)
+    origin = matching({entry_key(entry): recorded}, entry, fingerprint) if recorded else None
+    row = graph_row(entry, arrays, fingerprint, backend, origin)
+    rows = [{**r, "graph_id": row["graph_id"]} for r in config_rows(entry, arrays, origin)]
+    npz = scratch / f"{uuid.uuid4().hex}.npz"
+    with open(npz, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    return Prepared(entry.rel, folder_of(entry), row, origin is not None,
+                    to_arrow_table("configs", rows), extra,
+                    sum(a.nbytes for a in arrays.values()), npz)
+
+
 def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str | None = None,
-                     overwrite: bool = False, batch_bytes: int = 256 << 20,
+                     overwrite: bool = False, batch_bytes: int = 256 << 20, jobs: int = 1,
                      progress: Callable[[int, int], None] = lambda _i, _n: None) -> ImportResult:
     """Read every file of ``tree`` into a new dataset at ``out`` (renamed into place at the end).
 
-    Graphs are committed in batches of about ``batch_bytes`` of arrays, so a download larger
-    than memory imports; the dataset only appears at ``out`` once every file is in.
-    ``backend`` overrides what a tgt export recorded (default: recorded, else ``tpu``).
+    Files are read (on ``jobs`` processes) one at a time and their npz written straight to
+    disk; a commit, adding one part to each table, follows every ``batch_bytes`` of arrays,
+    so memory does not grow with the tree. Results are the same for any ``jobs``; the dataset
+    only appears at ``out`` once every file is in. ``backend`` overrides what a tgt export
+    recorded (default: recorded, else ``tpu``).
     """
     tree = Path(tree)
     check_separate(tree, out)
@@ -157,34 +205,35 @@ def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str | None =
     result = ImportResult(Path(out))
     seen: dict[str, str] = {}
     with staged_dir(out, overwrite) as stage:
+        scratch = stage / SCRATCH
+        scratch.mkdir()
         dataset = Dataset.open(stage, create=True)
         tx, pending = dataset.transaction(), 0
-        for done, entry in enumerate(entries, start=1):
-            arrays, extra = read_official_npz(tree / entry.rel, entry.collection)
-            conform(arrays, entry.collection, str(tree / entry.rel))  # exportable as it is
-            if extra:
-                result.warnings.append(f"{entry.rel}: keys {', '.join(extra)} are not "
+        work = ((tree, entry, backend, scratch, provenance.get(entry_key(entry)))
+                for entry in entries)
+        for done, prep in enumerate(ordered_map(prepare, work, jobs), start=1):
+            if prep.extra:
+                result.warnings.append(f"{prep.rel}: keys {', '.join(prep.extra)} are not "
                                        "TpuGraphs keys; left out")
-            fingerprint = arrays_fingerprint(arrays)
-            origin = matching(provenance, entry, fingerprint)
-            row = graph_row(entry, arrays, fingerprint, backend, origin)
-            if row["graph_id"] in seen:
-                result.warnings.append(f"{entry.rel}: same name and arrays as "
-                                       f"{seen[row['graph_id']]}; skipped")
+            graph_id = prep.row["graph_id"]
+            if graph_id in seen:
+                result.warnings.append(f"{prep.rel}: same name and arrays as "
+                                       f"{seen[graph_id]}; skipped")
+                prep.npz.unlink()
                 continue
-            seen[row["graph_id"]] = entry.rel
-            rows = config_rows(entry, arrays, origin)
-            tx.put_graph(row, arrays)
-            if origin is not None:
-                tx.add_device(row["backend"], row["device_kind"] or "")
-            tx.put_configs(row["graph_id"], rows)
+            seen[graph_id] = prep.rel
+            tx.put_graph_file(prep.row, prep.npz)
+            if prep.provenance_applied:
+                tx.add_device(prep.row["backend"], prep.row["device_kind"] or "")
+            tx.put_config_table(graph_id, prep.configs)
             result.graphs += 1
-            result.configs += len(rows)
-            result.folders[folder_of(entry)] += 1
-            pending += sum(a.nbytes for a in arrays.values())
-            if pending >= batch_bytes:
+            result.configs += prep.configs.num_rows
+            result.folders[prep.folder] += 1
+            pending += prep.nbytes
+            if pending >= batch_bytes or tx.pending_rows >= MAX_PART_ROWS:
                 tx.commit()
                 pending = 0
             progress(done, len(entries))
         tx.commit()
+        shutil.rmtree(scratch)
     return result

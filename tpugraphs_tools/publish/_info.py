@@ -64,21 +64,31 @@ class PublishInfo:
         return sum(s.size for s in self.shards if s.table == table)
 
 
-def _counts(frame: pl.DataFrame, column: str) -> dict[str, int]:
-    if column not in frame.columns or frame.is_empty():
+def _counts(frame: pl.DataFrame | pl.LazyFrame, column: str) -> dict[str, int]:
+    """Value → count of a column (a lazy frame is aggregated without loading it)."""
+    if column not in frame.collect_schema().names():
         return {}
-    values = Counter(str(v) for v in frame[column].to_list() if v is not None)
+    counted = frame.lazy().group_by(column).len().collect(engine="streaming")
+    values = Counter({str(v): int(n) for v, n in counted.iter_rows() if v is not None})
     return dict(sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
-               configs: pl.DataFrame) -> dict[str, Any]:
-    """How the data was collected, from manifest.json and the tables (no host name)."""
+               configs: pl.DataFrame | pl.LazyFrame) -> dict[str, Any]:
+    """How the data was collected, from manifest.json and the tables (no host name);
+    ``configs`` may be a lazy scan: only aggregates of it are read."""
     host = manifest.get("host") or {}
     backends = Counter(f"{r['backend']} / {r.get('device_kind') or 'unknown device'}"
                        for r in graphs.select(["backend", "device_kind"]).iter_rows(named=True))
-    repeats = [v for v in configs["repeats"].to_list() if v is not None] \
-        if "repeats" in configs.columns else []
+    configs = configs.lazy()
+    names = configs.collect_schema().names()
+    repeats: list[int] = []
+    if "repeats" in names:
+        lo, hi = configs.select(pl.col("repeats").min().alias("lo"),
+                                pl.col("repeats").max().alias("hi")) \
+            .collect(engine="streaming").row(0)
+        repeats = [v for v in (lo, hi) if v is not None]
+    total = int(configs.select(pl.len()).collect(engine="streaming").item())
     sources = _counts(graphs, "source")
     measured = graphs.filter(pl.col("source") != "tpugraphs") if graphs.height else graphs
     collected = set(measured["collection"].to_list()) if measured.height else set()
@@ -110,6 +120,6 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
         "repeats": (min(repeats), max(repeats)) if repeats else None,
         "programs": graphs["program"].n_unique() if not graphs.is_empty() else 0,
         "graphs": graphs.height,
-        "configs": configs.height,
+        "configs": total,
         "timing": timing,
     }

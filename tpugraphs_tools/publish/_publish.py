@@ -1,7 +1,8 @@
 """``tgt publish``: a tgt dataset → Parquet shards + dataset card + Croissant + checksums.
 
-Graphs are read one at a time and streamed into size-capped shards, so publishing needs about
-one graph's arrays in memory, not the dataset's.
+Graphs are read one at a time, each with its own config rows (read from the table parts that
+hold it), and streamed into size-capped shards, so publishing needs about one graph's arrays
+and config rows in memory, not the dataset's.
 """
 
 from __future__ import annotations
@@ -63,15 +64,6 @@ def dataset_name(name: str | None, data: Path) -> str:
     return slug
 
 
-def _config_groups(configs: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """graph_id → its config rows in config_index order (rows become dicts one graph at a
-    time)."""
-    if configs.is_empty():
-        return {}
-    parts = configs.sort(["graph_id", "config_index"]).partition_by("graph_id", as_dict=True)
-    return {key[0]: frame for key, frame in parts.items()}
-
-
 def _unreferenced(rows: list[dict[str, Any]], count: int) -> int:
     used = {r["npz_row"] for r in rows if r.get("npz_row") is not None}
     return count - len(used & set(range(count)))
@@ -91,7 +83,6 @@ def write_tables(dataset: Dataset, stage: Path, name: str, splits: dict[str, str
                  ) -> tuple[list[Shard], list[str]]:
     """Stream every graph and its configs into the shards of its split."""
     graphs = dataset.graphs()
-    groups = _config_groups(dataset.configs())
     warnings: list[str] = []
     shards: list[Shard] = []
     done, total = 0, graphs.height
@@ -109,8 +100,7 @@ def write_tables(dataset: Dataset, stage: Path, name: str, splits: dict[str, str
             where = f"{dataset.npz_path(graph_id)} (graph {graph_id})"
             arrays = {**raw, **conform(raw, row["collection"], where)}
             writers["graphs"].write(graph_table(row, arrays, split))
-            frame = groups.get(graph_id)
-            config_rows = frame.to_dicts() if frame is not None else []
+            config_rows = dataset.configs_of(graph_id).sort("config_index").to_dicts()
             lost = _unreferenced(config_rows, int(arrays["config_runtime"].shape[0]))
             if lost:
                 warnings.append(f"graph {graph_id}: {lost} npz config rows have no ok row in "
@@ -135,7 +125,7 @@ def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = Non
     data = Path(data)
     check_separate(data, out)
     dataset = Dataset.open(data)
-    graphs, configs = dataset.graphs(), dataset.configs()
+    graphs = dataset.graphs()
     if graphs.is_empty():
         raise DatasetError(f"{data}: graphs.parquet has no graphs to publish")
     name = dataset_name(name, data)
@@ -148,12 +138,13 @@ def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = Non
             date_published=_dt.date.today().isoformat(), shards=shards,
             schemas={"graphs": graphs_schema(), "configs": configs_schema()},
             descriptions={t: descriptions(t) for t in TABLES},
-            provenance=provenance(dataset.manifest, graphs, configs),
+            provenance=provenance(dataset.manifest, graphs, dataset.scan("configs")),
             split_by=split_by, seed=seed, ratios=ratios,
             warnings=plan.conflicts + warnings + _name_warnings(name))
         (stage / CARD).write_text(card_text(info))
         summary = (f"TpuGraphs-style dataset made with tgt: {graphs.height} XLA HLO graphs, "
-                   f"{configs.height} compiler configurations with measured runtimes.")
+                   f"{dataset.count_rows('configs')} compiler configurations with measured "
+                   "runtimes.")
         (stage / CROISSANT).write_text(json.dumps(croissant(info, summary), indent=2) + "\n")
         write_checksums(stage, CHECKSUMS)
     return PublishResult(Path(out), name, shards, info.warnings)

@@ -42,7 +42,7 @@ def write_report(data: str | Path, out: str | Path, *, overwrite: bool = False) 
     """Compute the stats of ``data`` and write ``out/index.html`` + PNGs (replaced whole)."""
     check_separate(data, out)
     dataset = Dataset.open(data)
-    stats = compute_stats(dataset.graphs(), dataset.configs())
+    stats = compute_stats(dataset.graphs(), dataset.scan("configs"))
     title = f"Dataset report: {Path(data).resolve().name}"
     overwrite = overwrite or _is_old_report(Path(out))
     with staged_dir(out, overwrite) as stage:

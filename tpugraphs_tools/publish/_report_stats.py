@@ -37,26 +37,30 @@ class ReportStats:
     collections: dict[str, int] = field(default_factory=dict)
 
 
-def _status_counts(configs: pl.DataFrame) -> dict[str, int]:
-    found = dict(configs.group_by("status").len().iter_rows()) if configs.height else {}
+def _status_counts(configs: pl.LazyFrame) -> dict[str, int]:
+    found = dict(configs.group_by("status").len().collect(engine="streaming").iter_rows())
     ordered = {s: int(found.pop(s)) for s in STATUS_ORDER if s in found}
     return {**ordered, **{str(k): int(v) for k, v in sorted(found.items())}}
 
 
-def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame) -> ReportStats:
-    """Everything the report shows, from the two tables alone (group-bys, no per-row Python)."""
+def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) -> ReportStats:
+    """Everything the report shows, from the two tables alone (group-bys, no per-row Python).
+
+    ``configs`` may be a lazy scan: it is only aggregated (streaming), never loaded whole.
+    """
     programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
-    configs = configs.with_columns(
+    configs = configs.lazy().select("graph_id", "status", "is_default", "relative_to_default")
+    programs = configs.with_columns(
         pl.col("graph_id").replace_strict(programs_of, default=None).alias("program"))
     measured = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
                 & (pl.col("relative_to_default") > 0))
-    agg = configs.group_by("program").agg(
+    agg = programs.group_by("program").agg(
         pl.len().alias("configs"),
         (pl.col("status") == "ok").sum().alias("ok"),
         pl.col("status").is_in(SKIPPED_STATUSES).sum().alias("skipped"),
         pl.col("status").is_in(ERROR_STATUSES).sum().alias("errors"),
         pl.col("relative_to_default").filter(measured).alias("relative"),
-    )
+    ).collect(engine="streaming")
     by_program = {r["program"]: r for r in agg.iter_rows(named=True)}
     graph_counts = dict(graphs.group_by("program").len().iter_rows())
     per_program: list[ProgramStats] = []
@@ -71,13 +75,15 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame) -> ReportStats:
             best_speedup=1.0 / min(relative) if relative else None,
             median_relative=float(pl.Series(relative).median()) if relative else None,
         ))
-    counts = dict(configs.group_by("graph_id").len().iter_rows()) if configs.height else {}
-    ok = (dict(configs.filter(pl.col("status") == "ok").group_by("graph_id").len().iter_rows())
-          if configs.height else {})
+    per_graph = configs.group_by("graph_id").agg(
+        pl.len().alias("n"), (pl.col("status") == "ok").sum().alias("ok")
+    ).collect(engine="streaming")
+    counts = dict(per_graph.select("graph_id", "n").iter_rows())
+    ok = dict(per_graph.select("graph_id", "ok").iter_rows())
     ids = graphs["graph_id"].to_list()
     return ReportStats(
         graphs=graphs.height,
-        configs=configs.height,
+        configs=int(per_graph["n"].sum()),
         statuses=_status_counts(configs),
         programs=per_program,
         num_nodes=[int(n) for n in graphs["num_nodes"].to_list()],

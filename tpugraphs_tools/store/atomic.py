@@ -18,6 +18,8 @@ JOURNAL = ".tgt-commit.json"
 TEMP_MARK = ".tgt-tmp-"
 # Work journals of unfinished collections (collect/journal.py): outside the committed data.
 WORK_DIR = ".tgt-work"
+# Temp files staged by this process's open transactions: sweeping must leave them alone.
+LIVE: set[Path] = set()
 
 
 def temp_path(final: Path) -> Path:
@@ -70,6 +72,8 @@ def recover(root: Path) -> bool:
         journal_path.unlink()
         did = True
     for stray in root.rglob(f"*{TEMP_MARK}*"):
+        if stray in LIVE:
+            continue
         stray.unlink(missing_ok=True)
         did = True
     return did

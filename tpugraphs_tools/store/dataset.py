@@ -1,14 +1,16 @@
 """The one read/write API of a tgt dataset directory (layout: docs/format.md).
 
-Reading is lazy: tables are small and read whole; graph arrays are read one npz at a time with
-``allow_pickle=False``. Writing goes through a :class:`Transaction` whose commit is atomic (see
-``atomic.py``): a killed writer leaves either the old dataset or the new one, never a mix.
+Reading is lazy: tables are Parquet parts scanned with polars (filters pushed down, see
+``tables.py``); graph arrays are read one npz at a time with ``allow_pickle=False``. Writing goes
+through a :class:`Transaction` whose commit is atomic (see ``atomic.py``): a killed writer leaves
+either the old dataset or the new one, never a mix. Files are staged to disk as they are put,
+so a transaction holds row metadata in memory, not arrays.
 """
 
 from __future__ import annotations
 
-import io
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +18,10 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from tpugraphs_tools.errors import DatasetError, FormatVersionError
-from tpugraphs_tools.store import atomic
+from tpugraphs_tools.store import atomic, tables
 from tpugraphs_tools.store.manifest import (
     FORMAT_VERSION,
     MANIFEST,
@@ -27,7 +29,7 @@ from tpugraphs_tools.store.manifest import (
     now,
     sha256_file,
 )
-from tpugraphs_tools.store.schema import arrow_schema, to_arrow_table
+from tpugraphs_tools.store.schema import to_arrow_table
 
 GRAPHS_DIR = "graphs"
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -69,16 +71,23 @@ class Dataset:
         return cls(root, manifest)
 
     # -- tables ---------------------------------------------------------------------------
+    def table_info(self, name: str) -> tables.TableInfo:
+        return tables.table_info(self.manifest, name, self.root)
+
+    def scan(self, name: str) -> pl.LazyFrame:
+        """A lazy scan of a table (filters and column selections are pushed down)."""
+        return tables.scan(self.root, self.table_info(name))
+
     def table(self, name: str) -> pl.DataFrame:
-        """A whole table (tables are small: one row per graph or config)."""
-        info = self.manifest["tables"].get(name, {"file": f"{name}.parquet"})
-        path = self.root / info["file"]
-        if not path.exists():
-            return pl.from_arrow(arrow_schema(name).empty_table())
+        """A whole table: the simple API for small data (use :meth:`scan` for big tables)."""
+        return self._collect(self.scan(name), name)
+
+    def _collect(self, lazy: pl.LazyFrame, name: str) -> pl.DataFrame:
         try:
-            return pl.from_arrow(pq.read_table(path))
-        except Exception as exc:
-            raise DatasetError(f"{path}: unreadable parquet: {exc}") from None
+            return lazy.collect()
+        except Exception as exc:  # missing or damaged part: name the table's parts
+            files = ", ".join(p.file for p in self.table_info(name).parts)
+            raise DatasetError(f"{self.root}: unreadable {name} table ({files}): {exc}") from None
 
     def graphs(self) -> pl.DataFrame:
         return self.table("graphs")
@@ -86,8 +95,33 @@ class Dataset:
     def configs(self) -> pl.DataFrame:
         return self.table("configs")
 
+    def configs_of(self, graph_id: str) -> pl.DataFrame:
+        """One graph's config rows, reading only the parts whose key range holds it."""
+        info = self.table_info("configs")
+        parts = tables.parts_for_key(info, graph_id)
+        lazy = tables.scan(self.root, info, parts).filter(pl.col(info.key) == graph_id)
+        return self._collect(lazy, "configs")
+
+    def iter_config_groups(self) -> Iterator[tuple[str, pl.DataFrame]]:
+        """(graph_id, its config rows in config_index order), one table part in memory at a
+        time: a graph's config rows always sit in one part (``put_configs`` writes them
+        together, and rewrites and merges move whole parts)."""
+        info = self.table_info("configs")
+        for part in info.parts:
+            frame = self._collect(tables.scan(self.root, info, [part]), "configs")
+            if frame.is_empty():
+                continue
+            for (gid,), group in frame.sort(info.key, "config_index").group_by(
+                    info.key, maintain_order=True):
+                yield str(gid), group
+
+    def count_rows(self, name: str) -> int:
+        return self.table_info(name).rows
+
     def graph_row(self, graph_id: str) -> dict[str, Any]:
-        rows = self.graphs().filter(pl.col("graph_id") == graph_id).to_dicts()
+        info = self.table_info("graphs")
+        lazy = tables.scan(self.root, info, tables.parts_for_key(info, graph_id))
+        rows = self._collect(lazy.filter(pl.col("graph_id") == graph_id), "graphs").to_dicts()
         if not rows:
             raise DatasetError(f"{self.root}: no graph {graph_id!r} in graphs.parquet")
         return rows[0]
@@ -128,15 +162,19 @@ class Dataset:
 
 
 class Transaction:
-    """Buffered changes to a dataset, applied atomically by :meth:`commit` (or ``with`` exit)."""
+    """Changes to a dataset, applied atomically by :meth:`commit` (or ``with`` exit).
+
+    Files are written to temp names as soon as they are put; rows are kept as Arrow tables
+    until the commit writes each changed table's new part.
+    """
 
     def __init__(self, dataset: Dataset) -> None:
         self.dataset = dataset
         self._graph_rows: dict[str, dict[str, Any]] = {}
-        self._config_rows: dict[str, list[dict[str, Any]]] = {}
-        # table -> (key column, keys replaced, new rows) for tables beyond graphs/configs
-        self._extra_rows: dict[str, tuple[str, set[Any], list[dict[str, Any]]]] = {}
-        self._files: dict[str, bytes] = {}
+        self._config_tables: dict[str, pa.Table] = {}
+        # table -> (key column, keys replaced, new row tables) for tables beyond graphs/configs
+        self._extra_rows: dict[str, tuple[str, set[Any], list[pa.Table]]] = {}
+        self._staged: dict[str, Path] = {}  # relative path -> its staged temp file
         self._deletes: list[str] = []
         self._devices: list[dict[str, str]] = []
 
@@ -146,6 +184,25 @@ class Transaction:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.commit()
+        else:
+            self.discard()
+
+    def _stage_file(self, rel: str, write: Any) -> None:
+        final = self.dataset.root / rel
+        final.parent.mkdir(parents=True, exist_ok=True)
+        old = self._staged.pop(rel, None)
+        tmp = atomic.temp_path(final)
+        atomic.LIVE.add(tmp)
+        try:
+            write(tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            atomic.LIVE.discard(tmp)
+            raise
+        self._staged[rel] = tmp
+        if old is not None:
+            old.unlink(missing_ok=True)
+            atomic.LIVE.discard(old)
 
     def put_graph(self, row: dict[str, Any], arrays: dict[str, np.ndarray],
                   hlo: bytes | None = None, hlo_suffix: str = ".hlo.pb") -> None:
@@ -155,24 +212,41 @@ class Transaction:
         row = {"created_at": now(), **row, "npz_file": npz_rel}
         if hlo is not None:
             row["hlo_file"] = f"{GRAPHS_DIR}/{graph_id}{hlo_suffix}"
-            self._files[row["hlo_file"]] = hlo
+            self.put_file(row["hlo_file"], hlo)
+        to_arrow_table("graphs", [row])  # unknown columns fail here, not at commit
         self._graph_rows[graph_id] = row
-        self._files[npz_rel] = _npz_bytes(arrays)
+        self._stage_file(npz_rel, lambda p: _write_npz(p, arrays))
+
+    def put_graph_file(self, row: dict[str, Any], npz: Path) -> None:
+        """Like :meth:`put_graph` for an npz already written (e.g. by a worker process):
+        the file is moved into the dataset's staging, not copied."""
+        graph_id = row["graph_id"]
+        npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
+        row = {"created_at": now(), **row, "npz_file": npz_rel}
+        to_arrow_table("graphs", [row])
+        self._graph_rows[graph_id] = row
+        self._stage_file(npz_rel, lambda p: os.replace(npz, p))
 
     def update_arrays(self, graph_id: str, arrays: dict[str, np.ndarray]) -> None:
         """Merge ``arrays`` into a graph's npz (e.g. config arrays after measuring)."""
         npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
-        if npz_rel in self._files:
-            with np.load(io.BytesIO(self._files[npz_rel]), allow_pickle=False) as npz:
+        if npz_rel in self._staged:
+            with np.load(self._staged[npz_rel], allow_pickle=False) as npz:
                 current = {k: npz[k] for k in npz.files}
         else:
             current = self.dataset.load_arrays(graph_id)
         current.update(arrays)
-        self._files[npz_rel] = _npz_bytes(current)
+        self._stage_file(npz_rel, lambda p: _write_npz(p, current))
 
     def put_configs(self, graph_id: str, rows: list[dict[str, Any]]) -> None:
         """Replace every config row of ``graph_id``."""
-        self._config_rows[graph_id] = [{**r, "graph_id": graph_id} for r in rows]
+        self._config_tables[graph_id] = to_arrow_table(
+            "configs", [{**r, "graph_id": graph_id} for r in rows])
+
+    def put_config_table(self, graph_id: str, table: pa.Table) -> None:
+        """:meth:`put_configs` for rows already in the configs schema (``schema.to_arrow_table``
+        with ``graph_id`` filled in)."""
+        self._config_tables[graph_id] = table
 
     def put_rows(self, table: str, key: str, keys: list[Any], rows: list[dict[str, Any]]) -> None:
         """Replace the rows of ``table`` whose ``key`` column is in ``keys`` with ``rows``.
@@ -181,11 +255,12 @@ class Transaction:
         first use (e.g. ``partitions``).
         """
         _, old_keys, old_rows = self._extra_rows.get(table, (key, set(), []))
-        self._extra_rows[table] = (key, old_keys | set(keys), old_rows + rows)
+        self._extra_rows[table] = (key, old_keys | set(keys),
+                                   [*old_rows, to_arrow_table(table, rows)])
 
     def put_file(self, rel: str, data: bytes) -> None:
         """Add or replace any file under the dataset root (listed + checksummed)."""
-        self._files[rel] = data
+        self._stage_file(rel, lambda p: p.write_bytes(data))
 
     def delete_file(self, rel: str) -> None:
         self._deletes.append(rel)
@@ -197,48 +272,59 @@ class Transaction:
     def add_device(self, platform: str, device_kind: str) -> None:
         self._devices.append({"platform": platform, "device_kind": device_kind})
 
+    @property
+    def pending_rows(self) -> int:
+        """Config rows waiting for the commit (callers commit in batches by this)."""
+        return sum(t.num_rows for t in self._config_tables.values())
+
+    def _table_changes(self) -> dict[str, tuple[str, set[Any], pa.Table | None]]:
+        def concat(name: str, parts: list[pa.Table]) -> pa.Table | None:
+            return pa.concat_tables(parts) if parts else None
+
+        graphs = [to_arrow_table("graphs", [r]) for r in self._graph_rows.values()]
+        out = {"graphs": ("graph_id", set(self._graph_rows), concat("graphs", graphs)),
+               "configs": ("graph_id", set(self._config_tables),
+                           concat("configs", list(self._config_tables.values())))}
+        for name, (key, keys, rows) in self._extra_rows.items():
+            out[name] = (key, keys, concat(name, rows))
+        return out
+
     def commit(self) -> None:
         ds = self.dataset
         root = ds.root
         (root / GRAPHS_DIR).mkdir(parents=True, exist_ok=True)
         manifest = json.loads(json.dumps(ds.manifest))
         renames: list[tuple[Path, Path]] = []
+        drops: list[str] = list(self._deletes)
 
-        def stage(rel: str, write: Any) -> None:
-            final = root / rel
-            final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = atomic.temp_path(final)
-            write(tmp)
+        def record(rel: str, tmp: Path) -> None:
             atomic.fsync_path(tmp)  # durable before the commit journal can point at it
             manifest["files"][rel] = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
-            renames.append((tmp, final))
+            renames.append((tmp, root / rel))
+
+        def stage(rel: str, write: Any) -> None:
+            self._stage_file(rel, write)
+            record(rel, self._staged[rel])
 
         try:
-            for rel, data in self._files.items():
-                stage(rel, lambda p, d=data: p.write_bytes(d))
-            changes: dict[str, tuple[str, set[Any], list[dict[str, Any]]]] = {
-                "graphs": ("graph_id", set(self._graph_rows), list(self._graph_rows.values())),
-                "configs": ("graph_id", set(self._config_rows),
-                            [r for rows in self._config_rows.values() for r in rows]),
-                **self._extra_rows,
-            }
-            for name, (key, replaced, new_rows) in changes.items():
-                if name not in ("graphs", "configs") and not new_rows and not replaced:
+            for rel, tmp in list(self._staged.items()):
+                record(rel, tmp)
+            for name, (key, replaced, new) in self._table_changes().items():
+                if name not in ("graphs", "configs") and new is None and not replaced:
                     continue
-                info = manifest["tables"].setdefault(name, {"file": f"{name}.parquet",
-                                                            "rows": 0})
-                kept = ds.table(name)
-                if replaced and kept.height:
-                    kept = kept.filter(~pl.col(key).is_in(list(replaced)))
-                rows = kept.to_dicts() + new_rows
-                table = to_arrow_table(name, rows)
-                stage(info["file"], lambda p, t=table: pq.write_table(t, p, compression="zstd"))
-                info["rows"] = len(rows)
-            for rel in self._deletes:
+                info = ds.table_info(name)
+                if name in manifest["tables"] and "parts" not in manifest["tables"][name]:
+                    info.key = key  # a format-1 table: its one file becomes the first part
+                elif name not in manifest["tables"]:
+                    info.key = key
+                tables.apply_change(root, info, replaced, new, stage, drops.append)
+                manifest["tables"][name] = info.to_json()
+            for rel in drops:
                 manifest["files"].pop(rel, None)
             for dev in self._devices:
                 if dev not in manifest["devices"]:
                     manifest["devices"].append(dev)
+            manifest["format_version"] = FORMAT_VERSION
             manifest["updated_at"] = now()
             body = json.dumps(manifest, indent=2, sort_keys=True).encode()
             stage_manifest = atomic.temp_path(root / MANIFEST)
@@ -246,19 +332,33 @@ class Transaction:
             atomic.fsync_path(stage_manifest)
             renames.append((stage_manifest, root / MANIFEST))
         except BaseException:
+            self.discard()
             for tmp, _ in renames:
                 tmp.unlink(missing_ok=True)
             raise
-        atomic.commit(root, renames, [root / rel for rel in self._deletes])
+        try:
+            atomic.commit(root, renames, [root / rel for rel in drops])
+        finally:
+            atomic.LIVE.difference_update(self._staged.values())
         ds.manifest = manifest
+        self._clear()
+
+    def discard(self) -> None:
+        """Forget the changes and remove their staged files."""
+        for tmp in self._staged.values():
+            tmp.unlink(missing_ok=True)
+            atomic.LIVE.discard(tmp)
+        self._clear()
+
+    def _clear(self) -> None:
         self._graph_rows.clear()
-        self._config_rows.clear()
-        self._files.clear()
+        self._config_tables.clear()
+        self._staged.clear()
         self._extra_rows.clear()
         self._deletes.clear()
+        self._devices.clear()
 
 
-def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    return buf.getvalue()
+def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)

@@ -15,7 +15,7 @@ import numpy as np
 
 from tpugraphs_tools import __version__
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: tables as Parquet parts (tables/<name>/part-NNNNN.parquet)
 MANIFEST = "manifest.json"
 
 
@@ -32,12 +32,17 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def jax_versions() -> tuple[str | None, str | None]:
-    try:
-        import jax
-        import jaxlib
-    except ImportError:
-        return None, None
-    return jax.__version__, jaxlib.__version__
+    """Installed jax/jaxlib versions, read from package metadata: importing jax to ask would
+    cost ~200 MB of RSS in commands that never use it (import, publish)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: list[str | None] = []
+    for name in ("jax", "jaxlib"):
+        try:
+            out.append(version(name))
+        except PackageNotFoundError:
+            out.append(None)
+    return out[0], out[1]
 
 
 def host_info() -> dict[str, Any]:
@@ -55,7 +60,7 @@ def new_manifest() -> dict[str, Any]:
         "jax_version": jax_v, "jaxlib_version": jaxlib_v,
         "python_version": sys.version.split()[0], "numpy_version": np.__version__,
         "host": host_info(), "devices": [],
-        "tables": {"graphs": {"file": "graphs.parquet", "rows": 0},
-                   "configs": {"file": "configs.parquet", "rows": 0}},
+        "tables": {name: {"key": "graph_id", "rows": 0, "next_part": 0, "parts": []}
+                   for name in ("graphs", "configs")},
         "files": {},
     }

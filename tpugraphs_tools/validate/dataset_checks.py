@@ -18,6 +18,7 @@ from tpugraphs_tools.store import atomic
 from tpugraphs_tools.store.atomic import WORK_DIR
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, sha256_file
 from tpugraphs_tools.store.schema import load_schema
+from tpugraphs_tools.store.tables import Part, TableInfo, table_info
 from tpugraphs_tools.validate.report import Report
 
 
@@ -113,14 +114,10 @@ def check_files(root: Path, manifest: dict[str, Any], report: Report, hasher: Ha
             report.emit("dataset.file_unlisted", "present but not in manifest", rel)
 
 
-def table_files(manifest: dict[str, Any]) -> dict[str, tuple[str, int | None]]:
-    """table name → (relative file, expected rows) for every table the manifest lists."""
-    out: dict[str, tuple[str, int | None]] = {}
-    for name, info in manifest.get("tables", {}).items():
-        info = info if isinstance(info, dict) else {}
-        rows = info.get("rows")
-        out[name] = (str(info.get("file", f"{name}.parquet")),
-                     rows if isinstance(rows, int) else None)
+def table_infos(manifest: dict[str, Any]) -> dict[str, TableInfo]:
+    """table name → its parts for every table the manifest lists (format 1: one file)."""
+    out = {name: table_info(manifest, name) for name in manifest.get("tables", {})}
     for name in ("graphs", "configs"):
-        out.setdefault(name, (f"{name}.parquet", None))
+        if name not in out:
+            out[name] = TableInfo(name, parts=[Part(f"{name}.parquet", None)])  # type: ignore[arg-type]
     return out

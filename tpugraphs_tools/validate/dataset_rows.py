@@ -9,6 +9,7 @@ a fingerprint, else the same model leaks from train into test.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,19 +119,19 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
 
 
 def check_graph_against_npz(row: dict, index: int, summary: NpzSummary, refs: ConfigRefs,
-                            report: Report) -> None:
+                            report: Report, graphs_rel: str = GRAPHS) -> None:
     """graphs row counts vs the npz, and the graph's npz_row values vs its config count."""
     for column, attr in _COUNT_COLUMNS:
         want, got = row.get(column), getattr(summary, attr)
         if isinstance(want, int) and got is not None and want != got:
             report.emit("dataset.graph_row_mismatch", f"graph {row['graph_id']!r}: {column} is "
-                        f"{want}, npz has {got}", GRAPHS, key=column, index=index)
+                        f"{want}, npz has {got}", graphs_rel, key=column, index=index)
     c = summary.num_configs
     if c is None:
         return
     if isinstance(row.get("num_configs"), int) and row["num_configs"] != c:
         report.emit("dataset.num_configs_mismatch", f"graph {row['graph_id']!r}: num_configs "
-                    f"is {row['num_configs']}, npz config arrays have {c}", GRAPHS,
+                    f"is {row['num_configs']}, npz config arrays have {c}", graphs_rel,
                     key="num_configs", index=index)
     npz_rows, table_rows = refs.by_graph.get(str(row["graph_id"]), (None, None))
     if npz_rows is None:
@@ -146,10 +147,13 @@ def check_graph_against_npz(row: dict, index: int, summary: NpzSummary, refs: Co
         free = np.setdiff1d(np.arange(c), used)
         report.emit("dataset.npz_row_unreferenced", f"graph {row['graph_id']!r}: {free.size} "
                     f"of {c} npz configs have no ok config row (first: {int(free[0])})",
-                    row.get("npz_file") or GRAPHS, key="config_runtime", index=int(free[0]))
+                    row.get("npz_file") or graphs_rel, key="config_runtime",
+                    index=int(free[0]))
 
 
-def check_split_overlap(graphs: pl.DataFrame, report: Report) -> None:
+def check_split_overlap(graphs: pl.DataFrame, report: Report,
+                        locate: Callable[[int], tuple[str, int]] = lambda i: (GRAPHS, i)
+                        ) -> None:
     """A program or fingerprint in two different (non-null) splits is a train/test leak."""
     if "split" not in graphs.columns:
         return
@@ -168,8 +172,9 @@ def check_split_overlap(graphs: pl.DataFrame, report: Report) -> None:
         second = next(r for r, s in zip(first["__row"], first["split"], strict=True)
                       if s != splits[0])
         more = f" ({leaks.height} {column}s leak in all)" if leaks.height > 1 else ""
+        rel, index = locate(int(second))
         report.emit("dataset.split_overlap", f"{column} {str(first[column])[:40]!r} is in "
-                    f"splits {splits}{more}", GRAPHS, key=column, index=int(second))
+                    f"splits {splits}{more}", rel, key=column, index=index)
 
 
 def check_tree_split_overlap(stems: dict[tuple[str, str], dict[str, str]],

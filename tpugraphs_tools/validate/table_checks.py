@@ -46,7 +46,7 @@ def read_table(path: Path, rel: str, name: str, report: Report,
                expected_rows: int | None = None) -> pl.DataFrame | None:
     """Read + schema-check one table; None if unreadable (already reported)."""
     try:
-        # ParquetFile.read without threads: tables are small, and pq.read_table's dataset
+        # ParquetFile.read without threads: parts are bounded, and pq.read_table's dataset
         # machinery and thread pool cost ~40 MB of RSS on first use.
         with pq.ParquetFile(path) as pf:
             table = pf.read(use_threads=False)
@@ -126,7 +126,20 @@ def _check_values(column: pa.ChunkedArray, field: pa.Field, prop: dict[str, Any]
 
 
 def _check_unique(table: pa.Table, unique: list[str], rel: str, report: Report) -> None:
-    df = pl.from_arrow(table.select(unique)).with_row_index("__row")
+    df = pl.from_arrow(table.select(unique))
+    assert isinstance(df, pl.DataFrame)
+    _report_duplicates(df, unique, rel, report)
+
+
+def check_unique(df: pl.DataFrame, name: str, rel: str, report: Report) -> None:
+    """The ``x-unique`` key over a table read from several parts (each checked alone too)."""
+    unique = load_schema(name).get("x-unique", [])
+    if unique and all(c in df.columns for c in unique):
+        _report_duplicates(df.select(unique), unique, rel, report)
+
+
+def _report_duplicates(df: pl.DataFrame, unique: list[str], rel: str, report: Report) -> None:
+    df = df.with_row_index("__row")
     dup = df.filter(pl.struct(unique).is_duplicated()).drop_nulls(unique)
     if not dup.height:
         return
@@ -139,20 +152,20 @@ def _check_unique(table: pa.Table, unique: list[str], rel: str, report: Report) 
                 key=",".join(unique), index=int(rows[1]))
 
 
-def check_foreign_keys(tables: dict[str, pl.DataFrame], rels: dict[str, str],
-                       report: Report) -> None:
-    """``x-foreign-keys`` of every table: {"col": "other_table.col"}; nulls are allowed."""
-    for name, df in tables.items():
-        for col, target in load_schema(name).get("x-foreign-keys", {}).items():
-            other, other_col = target.split(".", 1)
-            ref = tables.get(other)
-            if col not in df.columns or ref is None or other_col not in ref.columns:
-                continue
-            known = ref.get_column(other_col).drop_nulls().unique().implode()
-            bad = df.with_row_index("__row").filter(
-                pl.col(col).is_not_null() & ~pl.col(col).is_in(known))
-            if bad.height:
-                row = bad.row(0, named=True)
-                more = f" ({bad.height} rows in all)" if bad.height > 1 else ""
-                report.emit("dataset.schema_foreign_key", f"{row[col]!r} not in {target}{more}",
-                            rels[name], key=col, index=int(row["__row"]))
+def check_foreign_keys(name: str, df: pl.DataFrame, rel: str,
+                       tables: dict[str, pl.DataFrame], report: Report) -> None:
+    """``x-foreign-keys`` of table ``name`` (or one part of it, ``df``): {"col":
+    "other_table.col"} against the whole ``tables``; nulls are allowed."""
+    for col, target in load_schema(name).get("x-foreign-keys", {}).items():
+        other, other_col = target.split(".", 1)
+        ref = tables.get(other)
+        if col not in df.columns or ref is None or other_col not in ref.columns:
+            continue
+        known = ref.get_column(other_col).drop_nulls().unique().implode()
+        bad = df.with_row_index("__row").filter(
+            pl.col(col).is_not_null() & ~pl.col(col).is_in(known))
+        if bad.height:
+            row = bad.row(0, named=True)
+            more = f" ({bad.height} rows in all)" if bad.height > 1 else ""
+            report.emit("dataset.schema_foreign_key", f"{row[col]!r} not in {target}{more}",
+                        rel, key=col, index=int(row["__row"]))

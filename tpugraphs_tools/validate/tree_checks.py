@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tpugraphs_tools.parallel import Pool
 from tpugraphs_tools.validate.dataset_rows import check_tree_split_overlap
-from tpugraphs_tools.validate.npz_file import check_npz
+from tpugraphs_tools.validate.jobs import NpzJob, merge, run_npz_job
 from tpugraphs_tools.validate.report import Report
 
 COLLECTIONS = ("layout", "tile")
@@ -53,15 +54,18 @@ def is_tree(files: list[TreeFile]) -> bool:
     return any(f.collection is not None for f in files)
 
 
-def check_tree(root: Path, files: list[TreeFile], report: Report, max_array_bytes: int) -> None:
-    """Validate each file in turn (memory: one file), then the split overlap of file stems."""
+def check_tree(root: Path, files: list[TreeFile], report: Report, max_array_bytes: int,
+               pool: Pool | None = None) -> None:
+    """Validate each file (memory: one file per process; results in file order), then the
+    split overlap of file stems."""
     stems: dict[tuple[str, str], dict[str, str]] = {}
-    for f in files:
+    jobs = (NpzJob(f.path, f.rel, f.collection, f.split == "test", max_array_bytes)
+            for f in files)
+    for f, result in zip(files, (pool or Pool(1)).map(run_npz_job, jobs), strict=False):
         if report.full:
             return
-        summary = check_npz(f.path, f.rel, f.collection, report,
-                            hidden_runtimes_ok=f.split == "test",
-                            max_array_bytes=max_array_bytes)
+        merge(result, report)
+        summary = result.summary
         collection = f.collection or (summary.collection if summary else None)
         if f.split is not None and collection is not None:
             stems.setdefault((collection, f.path.stem), {}).setdefault(f.split, f.rel)

@@ -1,0 +1,141 @@
+"""Peak memory and time of ``tgt import``, ``tgt validate`` and ``tgt publish`` as a dataset grows.
+
+For each N in ``--graphs`` a synthetic official tree of N layout graphs × ``--configs`` configs
+(``bench/gen_tree.py``, plus tile kernels) is imported, the dataset validated, then published.
+Each command runs as its own ``tgt`` process under ``/usr/bin/time``: "peak RSS" is the largest
+single process of the command (``%M``, ru_maxrss); "tree RSS" is the peak of the summed RSS of
+the command and its worker processes, sampled every 50 ms (psutil).
+
+    nice -n 19 python bench/bench_scale.py --graphs 60 240 --jobs 1
+    nice -n 19 python bench/bench_scale.py --graphs 1000 --nodes 300 --configurable 10 --jobs 1
+    ... --write   # update docs/benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT))
+
+TGT = [sys.executable, "-c", "from tpugraphs_tools.cli import main; main()"]
+
+
+def measure(args: list[str]) -> dict[str, Any]:
+    """Run ``tgt args`` under /usr/bin/time; wall seconds, peak RSS and peak tree RSS (MiB)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        cmd = ["/usr/bin/time", "-f", "%M %e", "-o", out.name, *TGT, *args]
+        start = time.perf_counter()
+        proc = psutil.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        tree_peak = 0
+        while proc.poll() is None:
+            total = 0
+            try:
+                for p in [proc, *proc.children(recursive=True)]:
+                    if p.pid == proc.pid:
+                        continue  # /usr/bin/time itself
+                    total += p.memory_info().rss
+            except psutil.Error:
+                pass
+            tree_peak = max(tree_peak, total)
+            time.sleep(0.05)
+        wall = time.perf_counter() - start
+        output = proc.stdout.read().decode() if proc.stdout else ""
+        if proc.returncode != 0:
+            raise SystemExit(f"tgt {' '.join(args)} failed ({proc.returncode}):\n{output}")
+        max_kb, _ = out.read().split()
+    return {"seconds": round(wall, 1), "peak_mib": round(int(max_kb) / 1024),
+            "tree_mib": round(tree_peak / 2**20)}
+
+
+def run(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    from gen_tree import write_tree
+
+    tree, data, pub = work / f"tree-{n}", work / f"data-{n}", work / f"pub-{n}"
+    if not tree.exists():
+        print(f"generating {tree} ...", flush=True)
+        write_tree(tree, n, args.configs, args.nodes, args.configurable, args.tiles,
+                   args.tile_configs)
+    shutil.rmtree(data, ignore_errors=True)
+    shutil.rmtree(pub, ignore_errors=True)
+    jobs = ["--jobs", str(args.jobs)]
+    result: dict[str, Any] = {"graphs": n}
+    result["import"] = measure(["import", str(tree), "--out", str(data), *jobs])
+    result["validate"] = measure(["validate", str(data), *jobs])
+    result["publish"] = measure(["publish", str(data), "--out", str(pub), "--name", "bench"])
+    manifest = json.loads((data / "manifest.json").read_text())
+    result["config_rows"] = manifest["tables"]["configs"]["rows"]
+    result["parts"] = len(manifest["tables"]["configs"]["parts"])
+    result["tree_mb"] = round(sum(p.stat().st_size for p in tree.rglob("*") if p.is_file()) / 1e6)
+    print(json.dumps(result), flush=True)
+    if not args.keep:
+        shutil.rmtree(pub, ignore_errors=True)
+        shutil.rmtree(data, ignore_errors=True)
+    return result
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = ["| graphs | config rows | parts | command | seconds | peak RSS MiB | tree RSS MiB |",
+             "|---:|---:|---:|---|---:|---:|---:|"]
+    for r in results:
+        for cmd in ("import", "validate", "publish"):
+            m = r[cmd]
+            lines.append(f"| {r['graphs']} | {r['config_rows']:,} | {r['parts']} | {cmd} | "
+                         f"{m['seconds']} | {m['peak_mib']} | {m['tree_mib']} |")
+    if len(results) >= 2:
+        a, b = results[0], results[-1]
+        lines.append("")
+        lines.append(f"Growth {a['graphs']} → {b['graphs']} graphs "
+                     f"({b['graphs'] / a['graphs']:.0f}× the data):")
+        lines.append("")
+        for cmd in ("import", "validate", "publish"):
+            ma, mb = a[cmd], b[cmd]
+            lines.append(f"* {cmd}: peak RSS {mb['peak_mib'] / ma['peak_mib'] - 1:+.0%}, "
+                         f"tree RSS {mb['tree_mib'] / ma['tree_mib'] - 1:+.0%}, time "
+                         f"×{mb['seconds'] / ma['seconds']:.2f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graphs", type=int, nargs="+", default=[60, 240])
+    ap.add_argument("--configs", type=int, default=3000)
+    ap.add_argument("--nodes", type=int, default=2000)
+    ap.add_argument("--configurable", type=int, default=40)
+    ap.add_argument("--tiles", type=int, default=20)
+    ap.add_argument("--tile-configs", type=int, default=200)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "scale")
+    ap.add_argument("--keep", action="store_true", help="keep datasets and publish output")
+    ap.add_argument("--title", default="Scale: import / validate / publish memory and time")
+    ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    results = [run(n, args, args.work) for n in args.graphs]
+    body = table(results)
+    print(body)
+    if args.write:
+        from _doc import record
+
+        record(args.title, f"{len(results)} synthetic trees (`bench/gen_tree.py`): "
+               f"{args.configs} configs × {args.nodes} nodes (~{args.configurable} configurable) "
+               f"per layout graph, plus {args.tiles} tile kernels × {args.tile_configs} configs; "
+               f"`--jobs {args.jobs}`; run under `nice -n 19` on a 2-core machine shared with "
+               f"other jobs (times are noisy).\n\n{body}")
+
+
+if __name__ == "__main__":
+    main()
