@@ -114,10 +114,13 @@ class PipelinedMeasurer:
     # -- the loop --------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job], known: dict[str, int],
             on_result: Callable[[dict[str, Any]], None],
-            stop: Callable[[], bool] = lambda: False) -> None:
+            stop: Callable[[], bool] = lambda: False,
+            context: Callable[[], list[tuple[float, float]]] = list) -> None:
         """Measure ``jobs``; ``known`` maps dedupe keys to config indices (default → 0).
 
         Once ``stop()`` is true no further job is compiled; jobs in flight still finish.
+        ``context()`` gives the ratio CIs of configs finished so far (paired engine: a batch
+        stops a config once it is separated from its rank neighbours among them).
         """
         self.start()
         todo = deque(jobs)
@@ -148,7 +151,8 @@ class PipelinedMeasurer:
                 if batch:
                     pause = ([p.proc.pid for p in self._compilers]
                              if self.isolation == "pause" else [])
-                    self._measure.conn.send({"items": batch, "pause": pause})
+                    self._measure.conn.send({"items": batch, "pause": pause,
+                                             "context": context()})
                     batch_started = time.monotonic()
 
             conns = [self._compilers[s].conn for s in compiling]
@@ -158,7 +162,7 @@ class PipelinedMeasurer:
                 continue
             deadlines = [c.started + timeout for c in compiling.values()]
             if batch:
-                deadlines.append(batch_started + timeout * len(batch))
+                deadlines.append(batch_started + timeout * (len(batch) + 1))
             ready = wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
 
             for slot in list(compiling):
@@ -203,10 +207,30 @@ class PipelinedMeasurer:
                     for result in results:
                         on_result(result)
                 batch = []
-            elif batch and time.monotonic() - batch_started > timeout * len(batch):
-                self._measure_failed(batch, f"no result within {timeout * len(batch):.0f} s; "
-                                     "worker killed", TIMEOUT, singles, on_result)
+            elif batch and time.monotonic() - batch_started > timeout * (len(batch) + 1):
+                self._measure_failed(batch, f"no result within "
+                                     f"{timeout * (len(batch) + 1):.0f} s; worker killed",
+                                     TIMEOUT, singles, on_result)
                 batch = []
+
+    def run_control(self, on_result: Callable[[dict[str, Any]], None]) -> None:
+        """Paired engine: time the A/A control alone against the default (a graph none of
+        whose configs reached timing still gets its default measured in a batch window)."""
+        self.start()
+        pause = [p.proc.pid for p in self._compilers] if self.isolation == "pause" else []
+        self._measure.conn.send({"items": [], "pause": pause, "context": []})
+        if not self._measure.conn.poll(self.opts.timeout_s):
+            self._measure.kill()
+            signal_all(pause, signal.SIGCONT)
+            self._measure = None
+            raise WorkerError("the default config could not be timed in time")
+        try:
+            _kind, results = self._measure.conn.recv()
+        except (EOFError, ConnectionError):
+            raise WorkerError("measurement worker died timing the default: "
+                              + self._measure.exit_description()) from None
+        for result in results:
+            on_result(result)
 
     def _replace_compiler(self, slot: int) -> None:
         self._compilers[slot].kill()

@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tpugraphs_tools.measure.paired import StopRule
+
 OK, NOOP, DUPLICATE = "ok", "noop", "duplicate"
 COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
     "compile_error", "runtime_error", "timeout", "crash", "wrong_result")
+CONTROL = "control"  # an A/A copy of the default timed as a config: the batch's noise floor
+ENGINES = ("paired", "fixed")
 
 
 @dataclass
@@ -31,6 +35,13 @@ class SessionSpec:
     # Only valid for options that act through the HLO or the generated code.
     dedupe_on_code: bool = False
     return_optimized: bool = False  # send the optimized HLO text back with each result
+    # "paired": samples of k runs next to default samples, ratio CIs, adaptive rounds and an
+    # A/A control per batch (measure/paired.py); "fixed": ``repeats`` rotating rounds of single
+    # runs against a solo-timed default (the tile collection, and the old layout engine).
+    engine: str = "fixed"
+    min_sample_ms: float = 5.0
+    stop: StopRule = field(default_factory=StopRule)
+    adaptive: bool = True
 
 
 @dataclass

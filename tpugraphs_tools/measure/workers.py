@@ -14,6 +14,7 @@ from typing import Any
 from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
+    CONTROL,
     OK,
     RUNTIME_ERROR,
     WRONG_RESULT,
@@ -100,6 +101,35 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                                   "error": _message(exc)}))
 
 
+def client_of(spec: SessionSpec) -> Any:
+    import jax
+
+    return jax.devices(spec.backend)[0].client
+
+
+def paired_labels(reference: Any, runs: list[Any], spec: SessionSpec, k: int,
+                  context: Any) -> list[dict[str, Any]]:
+    """Time ``runs`` (the last one the A/A control) against ``reference`` in paired rounds."""
+    from tpugraphs_tools.measure.paired import time_paired, timed_sample
+    from tpugraphs_tools.measure.timing import Timing
+
+    def sample(i: int) -> tuple[float, float]:
+        return timed_sample(reference if i < 0 else runs[i], k)
+
+    batch = time_paired(sample, len(runs), spec.stop, [tuple(c) for c in context],
+                        control=[len(runs) - 1], adaptive=spec.adaptive)
+    default = Timing.of([round(x) for x in batch.default_ns]).as_dict()
+    labels = []
+    for i in range(len(runs)):
+        ratio = batch.ratio(i, spec.stop.confidence)
+        labels.append({"timing": Timing.of([round(x) for x in batch.config_ns[i]]).as_dict(),
+                       "default_timing": default, "relative_to_default": ratio.ratio,
+                       "relative_ci_low": ratio.low, "relative_ci_high": ratio.high,
+                       "rounds": ratio.rounds, "stop_reason": batch.stop_reason[i],
+                       "runs_per_sample": k, "timed_seconds": batch.seconds[i]})
+    return labels
+
+
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     """Hold the inputs and the default config; check and time batches of executables."""
     die_with_parent()
@@ -110,7 +140,10 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     from tpugraphs_tools.hlo.text import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
+    from tpugraphs_tools.measure.paired import calibrate
     from tpugraphs_tools.measure.timing import time_alone, time_batch
+
+    control = runs_per_sample = None
 
     try:
         module = parse_hlo_text(spec.base_text, source="default config")
@@ -121,9 +154,18 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                                                                spec.options, spec, [])
         base_compile = time.perf_counter() - start
         reference = [np.asarray(o) for o in C.run(base, inputs)]
-        base_time = time_alone(lambda: C.run(base, inputs), spec.warmup, spec.repeats)
-        ready = {"compile_seconds": base_compile, "timing": base_time.as_dict(),
-                 "realized": realized, "key": key}
+        ready = {"compile_seconds": base_compile, "realized": realized, "key": key}
+        if spec.engine == "paired":
+            # No solo label here (compile workers are starting): only the sample size k, and
+            # the A/A control, an independent copy of the default through the configs' path.
+            control = client_of(spec).deserialize_executable(
+                client_of(spec).serialize_executable(base),
+                xc.DeviceList((jax.devices(spec.backend)[0],)), None)
+            runs_per_sample = calibrate(lambda: C.run(base, inputs), spec.min_sample_ms * 1e6)
+            ready["runs_per_sample"] = runs_per_sample
+        else:
+            ready["timing"] = time_alone(lambda: C.run(base, inputs), spec.warmup,
+                                         spec.repeats).as_dict()
         if spec.return_optimized:
             ready["optimized_text"] = optimized_text
         conn.send(("ready", ready))
@@ -173,6 +215,9 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                 continue
             timed.append((result, exe))
         paused = 0.0
+        if spec.engine == "paired":
+            timed.append(({"index": None, "status": CONTROL}, control))
+            results.append(timed[-1][0])
         if timed:
             runs = [lambda e=exe: C.run(e, inputs) for _, exe in timed]
             # The numerics check above already ran each config once: it is the first warm-up.
@@ -182,12 +227,18 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             stop = time.perf_counter()
             signal_all(pause, signal.SIGSTOP)
             try:
-                ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
+                if spec.engine == "paired":
+                    labels = paired_labels(lambda: C.run(base, inputs), runs, spec,
+                                           runs_per_sample, message.get("context", ()))
+                else:
+                    ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
+                    labels = [{"status": OK, "timing": t.as_dict(),
+                               "default_timing": ref.as_dict()} for t in cands]
             finally:
                 signal_all(pause, signal.SIGCONT)
                 paused = time.perf_counter() - stop if pause else 0.0
-            for (result, _), timing in zip(timed, cands, strict=True):
-                result.update(status=OK, timing=timing.as_dict(), default_timing=ref.as_dict())
+            for (result, _), label in zip(timed, labels, strict=True):
+                result.update(label, status=result.get("status", OK))
         busy = time.perf_counter() - batch_start
         for result in results:  # the measurement worker's busy time, shared by the batch
             result["measure_seconds"] = busy / len(results)

@@ -16,7 +16,12 @@ from dataclasses import replace
 from typing import Any
 
 from tpugraphs_tools.collect.graphs import write_graphs
-from tpugraphs_tools.collect.layout import LayoutOptions, arrays_from_rows, collect_layout_configs
+from tpugraphs_tools.collect.layout import (
+    LayoutOptions,
+    arrays_from_rows,
+    collect_layout_configs,
+    next_control_index,
+)
 from tpugraphs_tools.collect.run import (
     CollectRequest,
     CollectSummary,
@@ -26,6 +31,7 @@ from tpugraphs_tools.collect.run import (
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.errors import TgtError
 from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.measure.worker import CONTROL
 from tpugraphs_tools.store import Dataset
 
 
@@ -42,6 +48,9 @@ def measure_chunk(text: str, opts: LayoutOptions, indices: list[int]) -> list[di
     result = collect_layout_configs(text, module, opts, configs=[configs[i] for i in chosen])
     rows = []
     for local, row in enumerate(result.rows):
+        if row["status"] == CONTROL:  # renumbered by the driver (next_control_index)
+            rows.append(row)
+            continue
         if local == 0 and 0 not in indices:
             continue
         rows.append({**row, "config_index": chosen[local],
@@ -94,6 +103,9 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
             graph_id = pending.pop(ready[0])
             state = graphs[graph_id]
             for row in ray.get(ready[0]):
+                if row["status"] == CONTROL:
+                    row["config_index"] = next_control_index(state["rows"],
+                                                             len(state["configs"]))
                 state["rows"][row["config_index"]] = row
                 state["journal"].append(row)
             state["open"] -= 1
@@ -108,7 +120,7 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
 def _commit(dataset: Dataset, state: dict[str, Any], summary: CollectSummary) -> None:
     collected = state["collected"]
     configs: list[LayoutConfig] = state["configs"]
-    rows = [state["rows"][i] for i in range(len(configs))]
+    rows = [state["rows"][i] for i in sorted(state["rows"])]  # configs, then controls
     arrays, row_summary = arrays_from_rows(rows, configs, state["space"])
     collected.config_arrays = arrays
     collected.row["num_configs"] = int(arrays["config_runtime"].shape[0])
