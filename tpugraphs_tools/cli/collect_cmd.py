@@ -60,7 +60,7 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
               help="Stop timing a config once its 95%% CI half-width is within this "
                    "fraction of its ratio (or its CI separates it from the default and its "
                    "rank neighbours).")
-@click.option("--max-rounds", default=60, show_default=True, type=click.IntRange(min=3),
+@click.option("--max-rounds", default=100, show_default=True, type=click.IntRange(min=3),
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,
               type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")
@@ -195,7 +195,8 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
                          min_width=24 if col == "graph_id" else None)
     for graph_id, s in summaries.items():
         status = s["status"]
-        errors = {k: v for k, v in status.items() if k not in ("ok", "noop", "duplicate")}
+        errors = {k: v for k, v in status.items()
+                  if k not in ("ok", "noop", "duplicate", "control")}
         detail = ", ".join(f"{k} {v}" for k, v in errors.items())
         best = f"{1 / s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
         worst = f"{s['worst_slowdown']:.3f}×" if s["worst_slowdown"] else "-"

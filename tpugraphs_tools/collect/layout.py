@@ -56,7 +56,7 @@ class LayoutOptions:
     timing: str = "paired"    # paired (CIs, adaptive, control) | fixed (old: repeats rounds)
     min_sample_ms: float = 5.0
     target_precision: float = 0.01
-    max_rounds: int = 60
+    max_rounds: int = 100
     max_seconds_per_config: float = 10.0
     adaptive: bool = True     # False: every config runs max_rounds (benchmark reference)
     faults: dict[int, str] = field(default_factory=dict)  # tests only: config index -> fault

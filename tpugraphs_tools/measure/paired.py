@@ -36,7 +36,7 @@ class StopRule:
 
     target_precision: float = 0.01     # CI half-width relative to the ratio
     min_rounds: int = 8                # no CI is trusted before this many rounds
-    max_rounds: int = 60
+    max_rounds: int = 100
     max_seconds_per_config: float = 10.0
     confidence: float = 0.95
     # Stopping is looked at only every ×1.5 rounds, and separation needs this stricter CI:
@@ -210,11 +210,11 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
 def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_000) -> int:
     """Runs per sample so one sample lasts ≥ ``min_sample_ns`` (from a few timed runs)."""
     times = []
-    for _ in range(3):
+    for _ in range(5):
         start = time.perf_counter_ns()
         run()
         times.append(time.perf_counter_ns() - start)
-    one = max(1, sorted(times)[1])
+    one = max(1, sorted(times)[2])
     k = max(1, math.ceil(min_sample_ns / one))
     if k > 1:  # a second look with k runs: single runs overstate per-run cost (launch)
         start = time.perf_counter_ns()

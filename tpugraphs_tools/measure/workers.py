@@ -156,13 +156,12 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         reference = [np.asarray(o) for o in C.run(base, inputs)]
         ready = {"compile_seconds": base_compile, "realized": realized, "key": key}
         if spec.engine == "paired":
-            # No solo label here (compile workers are starting): only the sample size k, and
-            # the A/A control, an independent copy of the default through the configs' path.
+            # No solo timing here (compile workers are starting up): the sample size k is
+            # calibrated in the first batch's quiet window. The A/A control is an independent
+            # copy of the default that takes the configs' path (serialized, deserialized).
             control = client_of(spec).deserialize_executable(
                 client_of(spec).serialize_executable(base),
                 xc.DeviceList((jax.devices(spec.backend)[0],)), None)
-            runs_per_sample = calibrate(lambda: C.run(base, inputs), spec.min_sample_ms * 1e6)
-            ready["runs_per_sample"] = runs_per_sample
         else:
             ready["timing"] = time_alone(lambda: C.run(base, inputs), spec.warmup,
                                          spec.repeats).as_dict()
@@ -228,6 +227,9 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             signal_all(pause, signal.SIGSTOP)
             try:
                 if spec.engine == "paired":
+                    if runs_per_sample is None:  # once per graph, compile workers stopped
+                        runs_per_sample = calibrate(lambda: C.run(base, inputs),
+                                                    spec.min_sample_ms * 1e6)
                     labels = paired_labels(lambda: C.run(base, inputs), runs, spec,
                                            runs_per_sample, message.get("context", ()))
                 else:
