@@ -9,6 +9,7 @@ import pytest
 
 from tpugraphs_tools.measure.paired import (
     BATCH_DONE,
+    Placement,
     MAX_ROUNDS,
     MAX_SECONDS,
     PRECISION,
@@ -21,16 +22,20 @@ from tpugraphs_tools.measure.paired import (
 
 
 def fake_sampler(ratios: list[float], noise: float, seed: int = 0, base_ns: float = 1e6,
-                 outliers: float = 0.0):
-    """``sample(i)`` of configs whose true runtime is ``ratios[i]`` × the default's, with
-    lognormal noise of ``noise`` per sample, slow drift and occasional 3× preempted samples."""
+                 outliers: float = 0.0, placement: float = 0.0):
+    """``sample(i, copy)`` of configs whose true runtime is ``ratios[i]`` × the default's, with
+    lognormal noise of ``noise`` per sample, slow drift, occasional 3× preempted samples and a
+    persistent speed offset of SD ``placement`` per loaded copy of each program."""
     rng = np.random.default_rng(seed)
     calls = [0]
+    offsets: dict[tuple[int, int], float] = {}
 
-    def sample(i: int) -> tuple[float, float]:
+    def sample(i: int, copy: int = 0) -> tuple[float, float]:
         calls[0] += 1
         drift = 1 + 0.2 * math.sin(calls[0] / 50)  # the machine slows down and recovers
-        true = base_ns * (1.0 if i < 0 else ratios[i]) * drift
+        if (i, copy) not in offsets:
+            offsets[(i, copy)] = math.exp(rng.normal(0, placement)) if placement else 1.0
+        true = base_ns * (1.0 if i < 0 else ratios[i]) * drift * offsets[(i, copy)]
         ns = true * math.exp(rng.normal(0, noise))
         if outliers and rng.random() < outliers:
             ns *= 3
@@ -113,7 +118,7 @@ def test_neighbour_overlap_keeps_a_config_running():
 def test_every_config_sample_is_next_to_a_default_sample():
     order: list[int] = []
 
-    def sample(i: int) -> tuple[float, float]:
+    def sample(i: int, copy: int) -> tuple[float, float]:
         order.append(i)
         return 1e6, 0.001
 
@@ -134,3 +139,23 @@ def test_repeated_looks_rarely_claim_a_difference_between_equal_configs():
         sample, _ = fake_sampler([1.0], noise=0.03, seed=100 + seed)
         claims += time_paired(sample, 1, rule).stop_reason[0] == SEPARATED
     assert claims / 300 <= 0.05
+
+
+def test_placement_spread_between_loaded_copies_enters_the_ci():
+    """Identical programs loaded twice run at different speeds: with a 1.5% per-copy offset,
+    A/A CIs from the rounds alone would exclude 1.0 far too often; pooled copy spread fixes it."""
+    rule = StopRule(target_precision=0.0, max_rounds=40, max_seconds_per_config=1e9)
+    held = naive_held = total = 0
+    for seed in range(40):
+        placement = Placement()
+        sample, _ = fake_sampler([1.0] * 4, noise=0.01, seed=500 + seed, placement=0.015)
+        batch = time_paired(sample, 4, rule, control=[3], placement=placement, adaptive=False)
+        for i in range(4):
+            r = batch.ratio(i)
+            held += r.low <= 1.0 <= r.high
+            _, low, high = trimmed_ci(batch.log_ratios[i])
+            naive_held += low <= 0.0 <= high
+            total += 1
+    assert held / total >= 0.9
+    assert naive_held / total < 0.7  # the effect the copies are there for
+    assert placement.variance() > 0

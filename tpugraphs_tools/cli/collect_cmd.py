@@ -64,6 +64,10 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,
               type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")
+@click.option("--copies", default=8, show_default=True, type=click.IntRange(min=1),
+              help="Loaded copies of each config and of the default, rotated over rounds: "
+                   "identical programs loaded twice differ by ~1%% (code/buffer placement), "
+                   "and the copies' spread enters every CI.")
 @click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--timeout", "timeout_s", default=120.0, show_default=True,
               help="Seconds per config (compile, or run) before the worker is killed.")
@@ -85,7 +89,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
             seq_len: int | None, dtype: str, preset: str, mode: str, backend: str | None,
             collection: str, configs: int, max_kernels: int | None, strategy: str, seed: int,
             repeats: int, timing_engine: str, min_sample_ms: float, target_precision: float,
-            max_rounds: int, max_seconds_per_config: float, warmup: int,
+            max_rounds: int, max_seconds_per_config: float, copies: int, warmup: int,
             timeout_s: float, workers: int, timing_batch: int, isolation: str, executor: str,
             address: str | None) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
@@ -125,7 +129,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
                                batch=timing_batch, isolation=isolation,
                                timing=timing_engine, min_sample_ms=min_sample_ms,
                                target_precision=target_precision, max_rounds=max_rounds,
-                               max_seconds_per_config=max_seconds_per_config)
+                               max_seconds_per_config=max_seconds_per_config, copies=copies)
         args = ProgramArgs(batch=batch, image_size=image_size, seq_len=seq_len, dtype=dtype,
                            preset=preset, mode=mode)
         tile = TileOptions(configs_per_kernel=max(2, configs), max_kernels=max_kernels,

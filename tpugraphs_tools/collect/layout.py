@@ -58,6 +58,7 @@ class LayoutOptions:
     target_precision: float = 0.01
     max_rounds: int = 100
     max_seconds_per_config: float = 10.0
+    copies: int = 8           # loaded copies per program (placement effects average out)
     adaptive: bool = True     # False: every config runs max_rounds (benchmark reference)
     faults: dict[int, str] = field(default_factory=dict)  # tests only: config index -> fault
 
@@ -72,7 +73,8 @@ class LayoutOptions:
     def session(self, text: str) -> SessionSpec:
         stop = StopRule(target_precision=self.target_precision, max_rounds=self.max_rounds,
                         max_seconds_per_config=self.max_seconds_per_config,
-                        min_rounds=min(StopRule.min_rounds, self.max_rounds))
+                        min_rounds=min(StopRule.min_rounds, self.max_rounds),
+                        copies=self.copies)
         return SessionSpec(base_text=text, backend=self.backend, seed=self.seed,
                            warmup=self.warmup, repeats=self.repeats, rtol=self.rtol,
                            engine=self.timing, min_sample_ms=self.min_sample_ms, stop=stop,

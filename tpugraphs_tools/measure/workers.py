@@ -107,17 +107,19 @@ def client_of(spec: SessionSpec) -> Any:
     return jax.devices(spec.backend)[0].client
 
 
-def paired_labels(reference: Any, runs: list[Any], spec: SessionSpec, k: int,
-                  context: Any) -> list[dict[str, Any]]:
-    """Time ``runs`` (the last one the A/A control) against ``reference`` in paired rounds."""
+def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec, k: int,
+                  context: Any, placement: Any) -> list[dict[str, Any]]:
+    """Time ``runs`` (the last one the A/A control) against ``reference`` in paired rounds;
+    each is a list of loaded copies of one program (``spec.stop.copies``)."""
     from tpugraphs_tools.measure.paired import time_paired, timed_sample
     from tpugraphs_tools.measure.timing import Timing
 
-    def sample(i: int) -> tuple[float, float]:
-        return timed_sample(reference if i < 0 else runs[i], k)
+    def sample(i: int, copy: int) -> tuple[float, float]:
+        copies = reference if i < 0 else runs[i]
+        return timed_sample(copies[copy % len(copies)], k)
 
     batch = time_paired(sample, len(runs), spec.stop, [tuple(c) for c in context],
-                        control=[len(runs) - 1], adaptive=spec.adaptive)
+                        control=[len(runs) - 1], adaptive=spec.adaptive, placement=placement)
     default = Timing.of([round(x) for x in batch.default_ns]).as_dict()
     labels = []
     for i in range(len(runs)):
@@ -140,10 +142,12 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     from tpugraphs_tools.hlo.text import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
-    from tpugraphs_tools.measure.paired import calibrate
+    from tpugraphs_tools.measure.paired import Placement, calibrate
     from tpugraphs_tools.measure.timing import time_alone, time_batch
 
-    control = runs_per_sample = None
+    control: list[Any] = []
+    runs_per_sample = None
+    placement = Placement()
 
     try:
         module = parse_hlo_text(spec.base_text, source="default config")
@@ -157,12 +161,17 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         ready = {"compile_seconds": base_compile, "realized": realized, "key": key}
         if spec.engine == "paired":
             # No solo timing here (compile workers are starting up): the sample size k is
-            # calibrated in the first batch's quiet window. The A/A control is an independent
-            # copy of the default that takes the configs' path (serialized, deserialized).
-            control = client_of(spec).deserialize_executable(
-                client_of(spec).serialize_executable(base),
-                xc.DeviceList((jax.devices(spec.backend)[0],)), None)
+            # calibrated in the first batch's quiet window. The timed default and the A/A
+            # control are independently loaded copies of the default that take the configs'
+            # path (serialized, deserialized), so no label carries a load-path difference.
+            blob = client_of(spec).serialize_executable(base)
+            devices = xc.DeviceList((jax.devices(spec.backend)[0],))
+            load = client_of(spec).deserialize_executable
+            bases = [load(blob, devices, None) for _ in range(max(1, spec.stop.copies))]
+            control = [load(blob, devices, None) for _ in range(max(1, spec.stop.copies))]
+            base = bases[0]
         else:
+            bases = [base]
             ready["timing"] = time_alone(lambda: C.run(base, inputs), spec.warmup,
                                          spec.repeats).as_dict()
         if spec.return_optimized:
@@ -212,16 +221,26 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                 result.update(status=WRONG_RESULT, error=f"max abs error {error:.3g} vs "
                               f"default (tolerance {tolerance:.3g})")
                 continue
-            timed.append((result, exe))
+            exes = [exe]
+            if spec.engine == "paired":  # more loaded copies: placement effects average out
+                exes += [client.deserialize_executable(item["executable"],
+                                                       xc.DeviceList((device,)), None)
+                         for _ in range(spec.stop.copies - 1)]
+            timed.append((result, exes))
         paused = 0.0
         if spec.engine == "paired":
             timed.append(({"index": None, "status": CONTROL}, control))
             results.append(timed[-1][0])
         if timed:
-            runs = [lambda e=exe: C.run(e, inputs) for _, exe in timed]
+            copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
+            defaults = [lambda e=e: C.run(e, inputs) for e in bases]
+            runs = [c[0] for c in copies]
             # The numerics check above already ran each config once: it is the first warm-up.
+            # Further loaded copies run once here (their first run is cold).
+            for fn in [f for c in copies for f in c[1:]]:
+                fn()
             for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
-                for fn in [lambda: C.run(base, inputs), *runs]:
+                for fn in [*defaults, *runs]:
                     fn()
             stop = time.perf_counter()
             signal_all(pause, signal.SIGSTOP)
@@ -230,8 +249,8 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                     if runs_per_sample is None:  # once per graph, compile workers stopped
                         runs_per_sample = calibrate(lambda: C.run(base, inputs),
                                                     spec.min_sample_ms * 1e6)
-                    labels = paired_labels(lambda: C.run(base, inputs), runs, spec,
-                                           runs_per_sample, message.get("context", ()))
+                    labels = paired_labels(defaults, copies, spec, runs_per_sample,
+                                           message.get("context", ()), placement)
                 else:
                     ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
                     labels = [{"status": OK, "timing": t.as_dict(),
