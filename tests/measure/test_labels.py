@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from tpugraphs_tools.collect.layout import arrays_from_rows, next_control_index
@@ -65,3 +67,35 @@ def test_control_indices_follow_the_configs():
     assert next_control_index({0: 1, 1: 1, 2: 1}, 3) == 3
     assert next_control_index({0: 1, 2: 1, 3: 1}, 3) == 4
     assert next_control_index({}, 5) == 5
+
+
+def _paired(index: int, status: str, ratio: float, half: float, rounds: int = 40,
+            duplicate_of: int | None = None) -> dict:
+    from tpugraphs_tools.collect.labels import _t
+
+    t = _t(rounds)
+    return {"config_index": index, "status": status, "is_default": False, "rounds": rounds,
+            "relative_to_default": ratio, "duplicate_of": duplicate_of,
+            "relative_ci_low": ratio * math.exp(-half * t),
+            "relative_ci_high": ratio * math.exp(half * t)}
+
+
+def test_repeats_widen_labels_by_the_variance_between_windows_once():
+    from tpugraphs_tools.collect.labels import widen_by_windows, window_sd
+
+    rows = [_paired(1, "ok", 1.00, 0.005), _paired(2, "ok", 1.10, 0.005),
+            _paired(3, "repeat", 1.04, 0.005, duplicate_of=1),
+            _paired(4, "repeat", 1.06, 0.005, duplicate_of=2),
+            _paired(5, "control", 1.0, 0.005)]
+    d2 = math.log(1.04) ** 2 + math.log(1.06 / 1.10) ** 2
+    expected = math.sqrt((d2 / 2 - 2 * 0.005 ** 2) / 2)
+    assert window_sd(rows) == pytest.approx(expected)
+    control_before = dict(rows[4])
+    sd = widen_by_windows(rows)
+    first = (rows[0]["relative_ci_low"], rows[0]["relative_ci_high"])
+    assert rows[0]["window_sd"] == pytest.approx(sd)
+    assert first[0] < 1.0 * math.exp(-0.005 * 2.1) and first[1] > math.exp(0.005 * 2.1)
+    widen_by_windows(rows)  # idempotent: resume and Ray commit derive labels again
+    assert (rows[0]["relative_ci_low"], rows[0]["relative_ci_high"]) == pytest.approx(first)
+    assert rows[4] == control_before  # A/A controls are never widened
+    assert window_sd(rows[:2]) is None

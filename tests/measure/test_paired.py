@@ -9,11 +9,11 @@ import pytest
 
 from tpugraphs_tools.measure.paired import (
     BATCH_DONE,
-    Placement,
     MAX_ROUNDS,
     MAX_SECONDS,
     PRECISION,
     SEPARATED,
+    Placement,
     StopRule,
     ratio_of,
     time_paired,

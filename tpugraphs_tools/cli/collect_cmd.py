@@ -64,8 +64,9 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,
               type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")
-@click.option("--copies", default=8, show_default=True, type=click.IntRange(min=1),
-              help="Loaded copies of each config and of the default, rotated over rounds: "
+@click.option("--copies", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Loaded copies of each config (twice as many of the default), rotated "
+                   "over rounds: "
                    "identical programs loaded twice differ by ~1%% (code/buffer placement), "
                    "and the copies' spread enters every CI.")
 @click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))

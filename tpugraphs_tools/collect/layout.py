@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tpugraphs_tools.collect.labels import EXTRA_STATUSES, label_quality, widen_by_windows
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.configs.layout import LayoutSpace
 from tpugraphs_tools.errors import ConfigError
@@ -33,6 +34,7 @@ from tpugraphs_tools.measure.worker import (
     DUPLICATE,
     NOOP,
     OK,
+    REPEAT,
     Job,
     SessionSpec,
 )
@@ -58,7 +60,7 @@ class LayoutOptions:
     target_precision: float = 0.01
     max_rounds: int = 100
     max_seconds_per_config: float = 10.0
-    copies: int = 8           # loaded copies per program (placement effects average out)
+    copies: int = 4           # loaded copies per config (2× for the default): placement
     adaptive: bool = True     # False: every config runs max_rounds (benchmark reference)
     faults: dict[int, str] = field(default_factory=dict)  # tests only: config index -> fault
 
@@ -135,15 +137,19 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
     elif not configs or not configs[0].is_default:
         raise ConfigError("explicit config lists must start with the default config")
     rows = {i: r for i, r in (done or {}).items()
-            if i < len(configs) or r["status"] == CONTROL}
+            if i < len(configs) or r["status"] in EXTRA_STATUSES}
     spec = opts.session(text)
     pipeline = PipelineOptions(compile_workers=opts.workers, batch=opts.batch,
                                timeout_s=opts.timeout_s, isolation=opts.isolation)
 
     def record(index: int | None, result: dict[str, Any]) -> None:
-        if result["status"] == CONTROL:
+        if "repeat_of" in result and result["status"] != REPEAT:
+            return  # a failed re-timing of a config measured fine before: nothing to keep
+        if result["status"] in EXTRA_STATUSES:
+            source = result.get("repeat_of") or 0
             index = next_control_index(rows, len(configs))
-            rows[index] = {**_row(index, configs[0], space, opts, result), "is_default": False}
+            rows[index] = {**_row(index, configs[source], space, opts, result),
+                           "is_default": False, "duplicate_of": result.get("repeat_of")}
         else:
             rows[index] = _row(index, configs[index], space, opts, result)
         on_row(rows[index])
@@ -222,8 +228,9 @@ def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],
     """TpuGraphs config arrays over the ok configs (distinct labels only)."""
     for row in rows:
         row["npz_row"] = None
-        if row["status"] != OK and row["status"] != CONTROL:
+        if row["status"] != OK and row["status"] not in EXTRA_STATUSES:
             row.update(relative_to_default=None, relative_ci_low=None, relative_ci_high=None)
+    widen_by_windows(rows)
     ok = [r for r in rows if r["status"] == OK]
     paired = any(r["is_default"] and (r["runtime_min_ns"] is None
                                       or r.get("stop_reason") == REFERENCE) for r in ok)
@@ -263,32 +270,10 @@ def _summary(rows: list[dict[str, Any]], restarts: int) -> dict[str, Any]:
     ok = [r for r in rows if r["status"] == OK and not r["is_default"]]
     relative = [r["relative_to_default"] for r in ok]
     return {
-        "configs": len(rows) - counts.get(CONTROL, 0), "status": dict(counts),
+        "configs": len(rows) - sum(counts.get(s, 0) for s in EXTRA_STATUSES),
+        "status": dict(counts),
         "worker_restarts": restarts,
         "best_speedup": (1 / min(relative)) if relative else None,
         "worst_slowdown": max(relative) if relative else None,
         **label_quality(rows),
-    }
-
-
-def label_quality(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """How sure the labels are: CI widths, stop reasons, and the A/A control noise floor."""
-    ok = [r for r in rows if r["status"] == OK and not r["is_default"]
-          and r.get("relative_ci_low") is not None]
-    controls = [r for r in rows if r["status"] == CONTROL
-                and r.get("relative_ci_low") is not None]
-    half = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 / r["relative_to_default"]
-            for r in ok if r["relative_to_default"]]
-    ratios = [r["relative_to_default"] for r in controls]
-    spread = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 for r in controls]
-    return {
-        "ci_half_width_median": statistics.median(half) if half else None,
-        "stop_reasons": dict(Counter(r["stop_reason"] for r in ok)),
-        "rounds_median": statistics.median([r["rounds"] for r in ok]) if ok else None,
-        "controls": len(controls),
-        "controls_holding_1": sum(1 for r in controls
-                                  if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"]),
-        # The A/A control's CI half-width: the smallest effect the batches could resolve.
-        "noise_floor": statistics.median(spread) if spread else None,
-        "control_range": (min(ratios), max(ratios)) if ratios else None,
     }

@@ -153,7 +153,7 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptio
     header = layout.journal_header()
     committed = committed_rows(dataset, collected.graph_id, header)
     if committed is not None and sum(1 for i in committed if i < layout.configs) \
-            >= layout.configs:  # control rows (indices past the configs) do not count
+            >= layout.configs:  # control/repeat rows (indices past the configs) do not count
         summary.skipped.append(collected.graph_id)
         summary.graphs.append(dataset.graph_row(collected.graph_id))
         return None

@@ -49,7 +49,7 @@ class StopRule:
     # placement: ~1% SD measured on resnet18 A/A copies), so every config and the default are
     # loaded ``copies`` times and rounds rotate through the copies; the spread between copies
     # enters every CI, and rounds stop once it dominates ("placement_floor").
-    copies: int = 8
+    copies: int = 4
     floor_share: float = 0.25
 
     def is_look(self, rounds: int) -> bool:
@@ -128,11 +128,11 @@ class Placement:
 
 def copy_spread(log_ratios: Sequence[float], copies: Sequence[int]) -> tuple[float, float] | None:
     """(variance of the per-copy means, mean squared se of a copy mean) of one item, or None
-    with fewer than two copies of ≥ 3 rounds each."""
+    with fewer than two copies of ≥ 5 rounds each (fewer make a wild estimate)."""
     groups: dict[int, list[float]] = {}
     for value, copy in zip(log_ratios, copies, strict=True):
         groups.setdefault(copy, []).append(value)
-    stats_ = [trimmed_stats(g) for g in groups.values() if len(g) >= 3]
+    stats_ = [trimmed_stats(g) for g in groups.values() if len(g) >= 5]
     if len(stats_) < 2:
         return None
     means = [m for m, _, _ in stats_]
@@ -194,8 +194,9 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                 placement: Placement | None = None) -> PairedBatch:
     """Time ``count`` configs against the default in paired rounds until ``rule`` stops them.
 
-    ``sample(i, copy)`` times one sample of loaded copy ``copy`` (< ``rule.copies``) of the
-    default (``i = -1``) or of config ``i`` and returns (ns per run, seconds the sample took).
+    ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``,
+    ``2 × rule.copies`` copies: it is sampled most) or of config ``i`` (``rule.copies``) and
+    returns (ns per run, seconds the sample took).
     Config copies rotate by round; default copies follow a fixed pseudo-random sequence, so no
     config is always paired with the same default copy. ``context`` holds the CIs of this
     graph's configs finished earlier (rank neighbours); ``control`` indices (A/A copies of the
@@ -207,7 +208,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     batch = PairedBatch(config_ns=[[] for _ in range(count)],
                         log_ratios=[[] for _ in range(count)],
                         copy_of=[[] for _ in range(count)], seconds=[0.0] * count,
-                        stop_reason=[None] * count, default_copies=max(1, rule.copies))
+                        stop_reason=[None] * count, default_copies=2 * max(1, rule.copies))
     copies = max(1, rule.copies)
     pick = random.Random(count * 1009 + len(context))
     controls = set(control)
@@ -216,7 +217,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     waiting = set() if controls >= set(active) else controls
 
     def default() -> tuple[float, float]:
-        ns, secs = sample(-1, pick.randrange(copies))
+        ns, secs = sample(-1, pick.randrange(batch.default_copies))
         batch.default_ns.append(ns)
         return ns, secs
 
@@ -274,7 +275,7 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
             reason = PRECISION
         elif look and i not in controls and _neighbours_clear(i, strict, context, controls):
             reason = SEPARATED
-        elif look and batch.rounds >= 2 * rule.min_rounds and _floor_reached(batch, i, rule):
+        elif look and batch.rounds >= 5 * rule.copies and _floor_reached(batch, i, rule):
             reason = PLACEMENT_FLOOR
         elif batch.rounds >= rule.max_rounds:
             reason = MAX_ROUNDS

@@ -16,6 +16,7 @@ OK, NOOP, DUPLICATE = "ok", "noop", "duplicate"
 COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
     "compile_error", "runtime_error", "timeout", "crash", "wrong_result")
 CONTROL = "control"  # an A/A copy of the default timed as a config: the batch's noise floor
+REPEAT = "repeat"    # a config of an earlier batch timed again: variance between windows
 ENGINES = ("paired", "fixed")
 
 

@@ -16,6 +16,7 @@ from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
     CONTROL,
     OK,
+    REPEAT,
     RUNTIME_ERROR,
     WRONG_RESULT,
     Job,
@@ -108,9 +109,10 @@ def client_of(spec: SessionSpec) -> Any:
 
 
 def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec, k: int,
-                  context: Any, placement: Any) -> list[dict[str, Any]]:
-    """Time ``runs`` (the last one the A/A control) against ``reference`` in paired rounds;
-    each is a list of loaded copies of one program (``spec.stop.copies``)."""
+                  context: Any, placement: Any, waiting: list[int]) -> list[dict[str, Any]]:
+    """Time ``runs`` against ``reference`` in paired rounds; each is a list of loaded copies
+    of one program (``spec.stop.copies``). ``waiting`` (the A/A control, a repeated config)
+    are timed as long as the batch runs and never stop it."""
     from tpugraphs_tools.measure.paired import time_paired, timed_sample
     from tpugraphs_tools.measure.timing import Timing
 
@@ -119,7 +121,7 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
         return timed_sample(copies[copy % len(copies)], k)
 
     batch = time_paired(sample, len(runs), spec.stop, [tuple(c) for c in context],
-                        control=[len(runs) - 1], adaptive=spec.adaptive, placement=placement)
+                        control=waiting, adaptive=spec.adaptive, placement=placement)
     default = Timing.of([round(x) for x in batch.default_ns]).as_dict()
     labels = []
     for i in range(len(runs)):
@@ -167,7 +169,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             blob = client_of(spec).serialize_executable(base)
             devices = xc.DeviceList((jax.devices(spec.backend)[0],))
             load = client_of(spec).deserialize_executable
-            bases = [load(blob, devices, None) for _ in range(max(1, spec.stop.copies))]
+            bases = [load(blob, devices, None) for _ in range(2 * max(1, spec.stop.copies))]
             control = [load(blob, devices, None) for _ in range(max(1, spec.stop.copies))]
             base = bases[0]
         else:
@@ -205,7 +207,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         batch_start = time.perf_counter()
         for item in batch:
             result = {k: item[k] for k in ("index", "compile_seconds", "realized", "key",
-                                           "optimized_text") if k in item}
+                                           "optimized_text", "repeat_of") if k in item}
             results.append(result)
             if item.get("fault") == "crash_run":
                 os.kill(os.getpid(), signal.SIGSEGV)
@@ -249,8 +251,10 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                     if runs_per_sample is None:  # once per graph, compile workers stopped
                         runs_per_sample = calibrate(lambda: C.run(base, inputs),
                                                     spec.min_sample_ms * 1e6)
+                    waiting = [i for i, (r, _) in enumerate(timed)
+                               if r.get("status") == CONTROL or "repeat_of" in r]
                     labels = paired_labels(defaults, copies, spec, runs_per_sample,
-                                           message.get("context", ()), placement)
+                                           message.get("context", ()), placement, waiting)
                 else:
                     ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
                     labels = [{"status": OK, "timing": t.as_dict(),
@@ -259,7 +263,8 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                 signal_all(pause, signal.SIGCONT)
                 paused = time.perf_counter() - stop if pause else 0.0
             for (result, _), label in zip(timed, labels, strict=True):
-                result.update(label, status=result.get("status", OK))
+                result.update(label, status=REPEAT if "repeat_of" in result
+                              else result.get("status", OK))
         busy = time.perf_counter() - batch_start
         for result in results:  # the measurement worker's busy time, shared by the batch
             result["measure_seconds"] = busy / len(results)

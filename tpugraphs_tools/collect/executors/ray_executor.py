@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from tpugraphs_tools.collect.graphs import write_graphs
+from tpugraphs_tools.collect.labels import EXTRA_STATUSES
 from tpugraphs_tools.collect.layout import (
     LayoutOptions,
     arrays_from_rows,
@@ -31,7 +32,6 @@ from tpugraphs_tools.collect.run import (
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.errors import TgtError
 from tpugraphs_tools.hlo.text import parse_hlo_text
-from tpugraphs_tools.measure.worker import CONTROL
 from tpugraphs_tools.store import Dataset
 
 
@@ -48,8 +48,9 @@ def measure_chunk(text: str, opts: LayoutOptions, indices: list[int]) -> list[di
     result = collect_layout_configs(text, module, opts, configs=[configs[i] for i in chosen])
     rows = []
     for local, row in enumerate(result.rows):
-        if row["status"] == CONTROL:  # renumbered by the driver (next_control_index)
-            rows.append(row)
+        if row["status"] in EXTRA_STATUSES:  # renumbered by the driver (next_control_index)
+            dup = row.get("duplicate_of")
+            rows.append({**row, "duplicate_of": chosen[dup] if dup is not None else None})
             continue
         if local == 0 and 0 not in indices:
             continue
@@ -103,7 +104,7 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
             graph_id = pending.pop(ready[0])
             state = graphs[graph_id]
             for row in ray.get(ready[0]):
-                if row["status"] == CONTROL:
+                if row["status"] in EXTRA_STATUSES:
                     row["config_index"] = next_control_index(state["rows"],
                                                              len(state["configs"]))
                 state["rows"][row["config_index"]] = row
