@@ -313,12 +313,15 @@ def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_
 
 
 def timed_sample(run: Callable[[], object], k: int) -> tuple[float, float]:
-    """(ns per run, seconds) of ``k`` back-to-back runs after one untimed run.
+    """(ns per run, seconds) of ``k`` back-to-back runs, after one untimed run when k > 1.
 
     The untimed run pays for switching programs (code and buffers back in cache): without
-    it the default, sampled most often, looked ~0.7% faster than an identical copy of itself.
+    it the default, sampled most often, looked ~0.7% faster than an identical copy of itself
+    (resnet18 tiny, 0.4 ms runs). A program that needs k = 1 runs ≥ ``--min-sample-ms`` alone,
+    which dwarfs the switch; priming it would double its cost (resnet50@112: 115 ms a run).
     """
-    run()
+    if k > 1:
+        run()
     start = time.perf_counter_ns()
     for _ in range(k):
         run()
