@@ -54,7 +54,7 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -
         rows = pl.read_parquet(Path(out) / "configs.parquet").to_dicts()
     keep = ("config_index", "status", "is_default", "relative_to_default", "relative_ci_low",
             "relative_ci_high", "rounds", "stop_reason", "runtime_cv", "runs_per_sample",
-            "default_runtime_ns", "measure_seconds")
+            "default_runtime_ns", "measure_seconds", "window_sd")
     return {"mode": mode, "wall_s": wall, "load": os.getloadavg()[0],
             "rows": [{k: r.get(k) for k in keep} for r in rows]}
 

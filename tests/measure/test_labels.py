@@ -87,9 +87,13 @@ def test_repeats_widen_labels_by_the_variance_between_windows_once():
             _paired(3, "repeat", 1.04, 0.005, duplicate_of=1),
             _paired(4, "repeat", 1.06, 0.005, duplicate_of=2),
             _paired(5, "control", 1.0, 0.005)]
+    from scipy.stats import chi2
+
     d2 = math.log(1.04) ** 2 + math.log(1.06 / 1.10) ** 2
-    expected = math.sqrt((d2 / 2 - 2 * 0.005 ** 2) / 2)
+    expected = math.sqrt((d2 / chi2.ppf(0.2, 2) - 2 * 0.005 ** 2) / 2)
     assert window_sd(rows) == pytest.approx(expected)
+    point = math.sqrt((d2 / 2 - 2 * 0.005 ** 2) / 2)  # the plain estimate is smaller
+    assert window_sd(rows, confidence=0.5) < window_sd(rows) and point < expected
     control_before = dict(rows[4])
     sd = widen_by_windows(rows)
     first = (rows[0]["relative_ci_low"], rows[0]["relative_ci_high"])

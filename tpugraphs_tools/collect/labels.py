@@ -3,7 +3,8 @@
 A batch's CI covers the noise of its own window (rounds, loaded copies). Timing the same config
 again in a later batch (a ``repeat`` row) showed the ratio moving by more than that: the machine
 state differs between windows. The repeats of a graph give the variance between windows,
-which is added to every ok label's CI (``window_sd``, log scale). A/A control rows are not
+(its 80% upper confidence bound: a graph has few pairs) is added to every ok label's CI
+(``window_sd``, log scale). A/A control rows are not
 widened: identical programs share any window effect, so they keep testing the within-window
 CI honestly.
 """
@@ -21,6 +22,7 @@ from tpugraphs_tools.measure.paired import TRIM
 from tpugraphs_tools.measure.worker import CONTROL, OK, REPEAT
 
 EXTRA_STATUSES = (CONTROL, REPEAT)  # rows after the configs, never in the npz
+WINDOW_CONFIDENCE = 0.8
 
 
 def _t(rounds: int, confidence: float = 0.95) -> float | None:
@@ -40,9 +42,10 @@ def _log_se(row: dict[str, Any]) -> float | None:
     return math.sqrt(max(0.0, total ** 2 - applied ** 2))
 
 
-def window_sd(rows: list[dict[str, Any]]) -> float | None:
-    """SD (log scale) between timing windows from repeat rows and their originals; None when
-    the graph has no usable pair (one batch)."""
+def window_sd(rows: list[dict[str, Any]], confidence: float = WINDOW_CONFIDENCE) -> float | None:
+    """SD (log scale) between timing windows from repeat rows and their originals: the upper
+    ``confidence`` bound of the variance (a graph has only a few pairs, and two that happen to
+    agree must not shrink every CI to the within-window one). None without a usable pair."""
     by_index = {r["config_index"]: r for r in rows}
     terms = []
     for rep in rows:
@@ -53,10 +56,15 @@ def window_sd(rows: list[dict[str, Any]]) -> float | None:
         if se_o is None or se_r is None:
             continue
         d = math.log(rep["relative_to_default"]) - math.log(orig["relative_to_default"])
-        terms.append(d * d - se_o ** 2 - se_r ** 2)
+        terms.append((d * d, se_o ** 2 + se_r ** 2))
     if not terms:
         return None
-    return math.sqrt(max(0.0, statistics.fmean(terms) / 2))
+    # Σ d² / (2σ² + s̄) ~ χ²(n): σ² ≤ (Σ d² / χ²_{1-confidence}(n) − s̄) / 2.
+    n = len(terms)
+    total = sum(d2 for d2, _ in terms)
+    within = statistics.fmean(s for _, s in terms)
+    bound = total / float(stats.chi2.ppf(1 - confidence, n))
+    return math.sqrt(max(0.0, (bound - within) / 2))
 
 
 def widen_by_windows(rows: list[dict[str, Any]]) -> float | None:

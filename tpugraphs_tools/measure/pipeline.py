@@ -41,6 +41,8 @@ from tpugraphs_tools.measure.worker import (
     WorkerError,
 )
 
+REPEATS_PER_BATCH = 2  # paired engine: earlier configs re-timed per batch (between-window SD)
+
 
 @dataclass
 class PipelineOptions:
@@ -220,13 +222,16 @@ class PipelinedMeasurer:
                 batch = []
 
     def _repeat(self, singles: deque[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Paired engine: one config of an earlier batch timed again in this one, so the labels'
-        CIs can include the variance between timing windows (layout.py widens them)."""
+        """Paired engine: configs of earlier batches timed again in this one, so the labels' CIs
+        can include the variance between timing windows (collect/labels.py widens them)."""
         if self.spec.engine != "paired" or not self._timed_ok or singles:
             return []
-        item = self._timed_ok[self.repeats_sent % len(self._timed_ok)]
-        self.repeats_sent += 1
-        return [{**item, "repeat_of": item["index"], "fault": None}]
+        picked = []
+        for _ in range(min(REPEATS_PER_BATCH, len(self._timed_ok))):
+            item = self._timed_ok[self.repeats_sent % len(self._timed_ok)]
+            self.repeats_sent += 1
+            picked.append({**item, "repeat_of": item["index"], "fault": None})
+        return picked
 
     def run_control(self, on_result: Callable[[dict[str, Any]], None]) -> None:
         """Paired engine: time the A/A control alone against the default (a graph none of
