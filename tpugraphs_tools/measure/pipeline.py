@@ -211,7 +211,9 @@ class PipelinedMeasurer:
                         flight.started += paused
                     ok = {r["index"] for r in results if r.get("status") == OK
                           and r.get("repeat_of") is None}
-                    self._timed_ok += [item for item in batch if item["index"] in ok]
+                    # Keep the latest few (serialized executables are big) to re-time.
+                    self._timed_ok = [*self._timed_ok,
+                                      *(item for item in batch if item["index"] in ok)][-8:]
                     for result in results:
                         on_result(result)
                 batch = []
