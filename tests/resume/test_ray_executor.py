@@ -32,7 +32,8 @@ def _keys(out) -> tuple[list[str], pl.DataFrame]:
     graphs = sorted(pl.read_parquet(out / "graphs.parquet")["graph_id"].to_list())
     configs = pl.read_parquet(out / "configs.parquet")
     assert configs.filter(pl.col("status") == "control").height >= 1  # one per batch
-    configs = configs.filter(pl.col("status") != "control").select("graph_id", "config_index")
+    configs = configs.filter(~pl.col("status").is_in(["control", "repeat"])).select(
+        "graph_id", "config_index")
     return graphs, configs.sort("graph_id", "config_index")
 
 
