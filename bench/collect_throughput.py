@@ -65,7 +65,7 @@ def main() -> int:
                                                         args.warmup)
     opts = LayoutOptions(configs=args.configs, repeats=args.repeats, warmup=args.warmup,
                          workers=args.workers, batch=args.timing_batch,
-                         isolation=args.isolation)
+                         isolation=args.isolation, timing="fixed")  # N runs, like naive
     start = time.perf_counter()
     result = collect_layout_configs(src.text, src.module, opts, configs=configs)
     tgt_wall = time.perf_counter() - start

@@ -27,11 +27,24 @@ def _explicit_configs(module):
 def test_noop_crash_duplicate_and_real_configs(convnet_source):
     src = convnet_source
     space, configs = _explicit_configs(src.module)
-    opts = LayoutOptions(configs=len(configs), repeats=3, warmup=1, timeout_s=60,
-                         faults={3: "crash"})
+    opts = LayoutOptions(configs=len(configs), warmup=1, timeout_s=60, faults={3: "crash"},
+                         min_sample_ms=1, max_rounds=8)
     result = collect_layout_configs(src.text, src.module, opts, configs=configs)
     status = [r["status"] for r in result.rows]
-    assert status == ["ok", "noop", "ok", "crash", "duplicate", "ok"]
+    assert status[:6] == ["ok", "noop", "ok", "crash", "duplicate", "ok"]
+    # One A/A control per timed batch (and a repeat of an earlier config from the second
+    # batch on), after the configs, never in the npz.
+    extra = result.rows[6:]
+    controls = [r for r in extra if r["status"] == "control"]
+    assert controls and {r["status"] for r in extra} <= {"control", "repeat"}
+    assert [r["config_index"] for r in extra] == list(range(6, 6 + len(extra)))
+    assert all(r["npz_row"] is None and r["rounds"] >= 8 for r in extra)
+    assert all(rows_ok["duplicate_of"] in (2, 5) for rows_ok in extra
+               if rows_ok["status"] == "repeat")
+    assert all(r["relative_ci_low"] <= r["relative_to_default"] <= r["relative_ci_high"]
+               for r in result.rows if r["status"] in ("ok", "control"))
+    assert result.rows[0]["stop_reason"] == "reference"
+    assert result.rows[0]["relative_to_default"] == 1.0
     rows = result.rows
     assert rows[1]["duplicate_of"] == 0 and rows[1]["npz_row"] is None
     assert rows[4]["duplicate_of"] == 2
@@ -61,9 +74,12 @@ def test_noop_crash_duplicate_and_real_configs(convnet_source):
 def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source):
     src = convnet_source
     _, configs = _explicit_configs(src.module)
-    opts = LayoutOptions(configs=3, repeats=2, warmup=0, timeout_s=8,
-                         faults={1: "hang", 2: "raise"})
+    opts = LayoutOptions(configs=3, warmup=0, timeout_s=8, faults={1: "hang", 2: "raise"},
+                         min_sample_ms=1, max_rounds=8)
     result = collect_layout_configs(src.text, src.module, opts,
                                     configs=[configs[0], configs[2], configs[5]])
-    assert [r["status"] for r in result.rows] == ["ok", "timeout", "compile_error"]
+    # Nothing reached timing: a control-only batch still measures the default in a window.
+    assert [r["status"] for r in result.rows] == ["ok", "timeout", "compile_error", "control"]
+    assert result.rows[0]["runtime_min_ns"] > 0
+    assert result.arrays["config_runtime"].tolist() == [result.rows[0]["default_runtime_ns"]]
     assert "injected" in result.rows[2]["error_message"]

@@ -62,6 +62,35 @@ def test_stats_per_program_and_status(source_dataset: Path):
     assert sum(stats.configs_per_graph) == configs.height
 
 
+def test_stats_show_the_control_noise_floor_and_keep_controls_out_of_configs(
+        source_dataset: Path):
+    ds = Dataset.open(source_dataset)
+    configs = ds.configs()
+    gid = ds.graphs().filter(pl.col("program") == "mlp")["graph_id"][0]
+    base = configs.filter(pl.col("graph_id") == gid).row(0, named=True)
+    extra = [{**base, "config_index": 900 + i, "status": "control", "is_default": False,
+              "npz_row": None, "relative_to_default": r, "relative_ci_low": lo,
+              "relative_ci_high": hi} for i, (r, lo, hi) in
+             enumerate([(1.0, 0.98, 1.02), (1.05, 1.01, 1.09), (0.99, 0.96, 1.02)])]
+    labelled = configs.with_columns(
+        pl.when(pl.col("status") == "ok").then(pl.col("relative_to_default") * 0.99)
+        .alias("relative_ci_low"),
+        pl.when(pl.col("status") == "ok").then(pl.col("relative_to_default") * 1.01)
+        .alias("relative_ci_high"))
+    with_controls = pl.concat([labelled, pl.DataFrame(extra, schema=labelled.schema)])
+    stats = compute_stats(ds.graphs(), with_controls)
+    assert stats.configs == configs.height and stats.statuses["control"] == 3
+    assert (stats.controls, stats.controls_held) == (3, 2)
+    assert stats.noise_floor == pytest.approx(0.03)
+    mlp = next(p for p in stats.programs if p.program == "mlp")
+    assert (mlp.controls, mlp.controls_held) == (3, 2)
+    assert mlp.ci_half_width == pytest.approx(0.01)
+    from tpugraphs_tools.publish._report_html import report_html
+
+    page = report_html("t", stats, [], {})
+    assert "held 1.0 in 2/3 batches" in page and "±3.00%" in page
+
+
 def test_report_files_are_offline_pngs(report_dir: Path):
     assert sorted(p.name for p in report_dir.iterdir()) == sorted([*PLOTS, "index.html"])
     for name in PLOTS:

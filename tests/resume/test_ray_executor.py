@@ -24,13 +24,17 @@ ENTRY main {
 
 
 def _plan(hlo: str, out: str) -> dict:
-    return {"out": out, "defaults": {"configs": 4, "repeats": 2, "warmup": 0, "seed": 3},
+    return {"out": out, "defaults": {"configs": 4, "warmup": 0, "seed": 3,
+                                     "min_sample_ms": 1, "max_rounds": 8},
             "items": [{"hlo": hlo}]}
 
 
 def _keys(out) -> tuple[list[str], pl.DataFrame]:
     graphs = sorted(Dataset.open(out).graphs()["graph_id"].to_list())
-    configs = Dataset.open(out).configs().select("graph_id", "config_index")
+    configs = Dataset.open(out).configs()
+    assert configs.filter(pl.col("status") == "control").height >= 1  # one per batch
+    configs = configs.filter(~pl.col("status").is_in(["control", "repeat"])).select(
+        "graph_id", "config_index")
     return graphs, configs.sort("graph_id", "config_index")
 
 

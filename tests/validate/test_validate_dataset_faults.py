@@ -206,6 +206,8 @@ CASES = [
     Case("npz_row_unreferenced", "dataset.npz_row_unreferenced", _drop_config_row),
     cfg("dataset.ok_runtime_invalid", "runtime_min_ns", 2, 0),
     cfg("dataset.honoured_invalid", "honoured", 2, '{"no_such_node": {"output": true}}'),
+    cfg("dataset.relative_ci_invalid", "relative_to_default", 2, 50.0),
+    cfg("dataset.control_outside_ci", "relative_ci_low", 5, 1.01),
     graph_cell("dataset.split_overlap", "program", GRAPH_B, "tiny_a"),
     graph_cell("dataset.split_overlap", "fingerprint", GRAPH_B, "a" * 64),
 ]

@@ -67,11 +67,19 @@ def graph_row(program: str, fp: str, collection: str, split: str | None, c: int
 
 def config_rows(runtimes: np.ndarray, failed: bool = True) -> list[dict[str, Any]]:
     rows = [{"config_index": i, "strategy": "random", "is_default": i == 0, "status": "ok",
-             "config": "{}", "npz_row": i, "runtime_min_ns": int(rt)}
+             "config": "{}", "npz_row": i, "runtime_min_ns": int(rt),
+             "relative_to_default": float(rt / runtimes[0]),
+             "relative_ci_low": float(rt / runtimes[0]) * 0.99,
+             "relative_ci_high": float(rt / runtimes[0]) * 1.01}
             for i, rt in enumerate(runtimes)]
     if failed:
         rows.append({"config_index": len(rows), "strategy": "random", "is_default": False,
                      "status": "compile_error", "config": "{}", "error_message": "boom"})
+        # The A/A control of a paired batch: a copy of the default, never in the npz.
+        rows.append({"config_index": len(rows), "strategy": "random", "is_default": False,
+                     "status": "control", "config": "{}", "runtime_min_ns": int(runtimes[0]),
+                     "relative_to_default": 1.02, "relative_ci_low": 0.99,
+                     "relative_ci_high": 1.03, "rounds": 12, "stop_reason": "batch_done"})
     return rows
 
 

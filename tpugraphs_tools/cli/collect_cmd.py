@@ -46,7 +46,29 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
               "random: every configurable tensor gets a random layout.")
 @click.option("--seed", default=0, show_default=True, help="Seed for configs and inputs.")
 @click.option("--repeats", default=10, show_default=True, type=click.IntRange(min=1),
-              help="Timed rounds per config (each round also runs the default config).")
+              help="Tile collection and --timing fixed: timed rounds per config.")
+@click.option("--timing", "timing_engine", type=click.Choice(["paired", "fixed"]),
+              default="paired", show_default=True,
+              help="Layout labels. paired: samples of k runs next to default samples, ratio "
+                   "CIs, rounds added until sure, an A/A control per batch; fixed: the old "
+                   "engine (--repeats rounds, shared default minimum), for comparisons.")
+@click.option("--min-sample-ms", default=5.0, show_default=True,
+              type=click.FloatRange(min=0.0),
+              help="Each timed sample repeats the program until it lasts this long.")
+@click.option("--target-precision", default=0.01, show_default=True,
+              type=click.FloatRange(min=0.0),
+              help="Stop timing a config once its 95%% CI half-width is within this "
+                   "fraction of its ratio (or its CI separates it from the default and its "
+                   "rank neighbours).")
+@click.option("--max-rounds", default=100, show_default=True, type=click.IntRange(min=3),
+              help="Cap on paired rounds per config.")
+@click.option("--max-seconds-per-config", default=10.0, show_default=True,
+              type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")
+@click.option("--copies", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Loaded copies of each config (twice as many of the default), rotated "
+                   "over rounds: "
+                   "identical programs loaded twice differ by ~1%% (code/buffer placement), "
+                   "and the copies' spread enters every CI.")
 @click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--timeout", "timeout_s", default=120.0, show_default=True,
               help="Seconds per config (compile, or run) before the worker is killed.")
@@ -67,7 +89,8 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
             status_of: str | None, out: str | None, batch: int, image_size: int | None,
             seq_len: int | None, dtype: str, preset: str, mode: str, backend: str | None,
             collection: str, configs: int, max_kernels: int | None, strategy: str, seed: int,
-            repeats: int, warmup: int,
+            repeats: int, timing_engine: str, min_sample_ms: float, target_precision: float,
+            max_rounds: int, max_seconds_per_config: float, copies: int, warmup: int,
             timeout_s: float, workers: int, timing_batch: int, isolation: str, executor: str,
             address: str | None) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
@@ -106,7 +129,10 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
 
         layout = LayoutOptions(configs=configs, strategy=strategy, seed=seed, warmup=warmup,
                                repeats=repeats, timeout_s=timeout_s, workers=workers,
-                               batch=timing_batch, isolation=isolation)
+                               batch=timing_batch, isolation=isolation,
+                               timing=timing_engine, min_sample_ms=min_sample_ms,
+                               target_precision=target_precision, max_rounds=max_rounds,
+                               max_seconds_per_config=max_seconds_per_config, copies=copies)
         args = ProgramArgs(batch=batch, image_size=image_size, seq_len=seq_len, dtype=dtype,
                            preset=preset, mode=mode)
         tile = TileOptions(configs_per_kernel=max(2, configs), max_kernels=max_kernels,
@@ -180,19 +206,40 @@ def _print_tile_summary(label: str, s: dict) -> None:
 def _print_config_summary(summaries: dict[str, dict]) -> None:
     table = Table(title="layout configs")
     for col in ("graph_id", "configs", "ok", "no-op", "duplicate", "errors",
-                "fastest ÷ default", "slowest ÷ default"):
+                "fastest ÷ default", "slowest ÷ default", "median CI ±", "A/A control"):
         table.add_column(col, justify="left" if col == "graph_id" else "right", overflow="fold",
                          min_width=24 if col == "graph_id" else None)
     for graph_id, s in summaries.items():
         status = s["status"]
-        errors = {k: v for k, v in status.items() if k not in ("ok", "noop", "duplicate")}
+        errors = {k: v for k, v in status.items()
+                  if k not in ("ok", "noop", "duplicate", "control")}
         detail = ", ".join(f"{k} {v}" for k, v in errors.items())
         best = f"{1 / s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
         worst = f"{s['worst_slowdown']:.3f}×" if s["worst_slowdown"] else "-"
         table.add_row(graph_id, str(s["configs"]), str(status.get("ok", 0)),
                       str(status.get("noop", 0)), str(status.get("duplicate", 0)),
-                      f"{sum(errors.values())}" + (f" ({detail})" if detail else ""), best, worst)
+                      f"{sum(errors.values())}" + (f" ({detail})" if detail else ""), best, worst,
+                      _pct(s.get("ci_half_width_median")), _control(s))
     console.print(table)
+    floors = [s["noise_floor"] for s in summaries.values() if s.get("noise_floor") is not None]
+    if floors:
+        held = sum(s.get("controls_holding_1", 0) for s in summaries.values())
+        total = sum(s.get("controls", 0) for s in summaries.values())
+        console.print(f"noise floor (A/A control CI half-width, median over graphs): "
+                      f"±{100 * sorted(floors)[len(floors) // 2]:.2f}%; control CI holds 1.0 "
+                      f"in {held}/{total} batches")
+
+
+def _pct(value: float | None) -> str:
+    return f"±{100 * value:.2f}%" if value is not None else "-"
+
+
+def _control(s: dict) -> str:
+    """The A/A control of a graph: batches whose CI holds 1.0, its ratio range."""
+    if not s.get("controls"):
+        return "-"
+    low, high = s["control_range"]
+    return f"{s['controls_holding_1']}/{s['controls']} hold 1 ({low:.3f}–{high:.3f})"
 
 
 def _print_status(root: str) -> None:

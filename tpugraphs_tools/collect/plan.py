@@ -9,7 +9,8 @@
 
 Every item takes program arguments (batch, image_size, seq_len, dtype, preset, mode) and
 layout options (configs, strategy, seed, warmup, repeats, timeout, workers, timing_batch,
-isolation),
+isolation, timing, min_sample_ms, target_precision, max_rounds, max_seconds_per_config,
+copies),
 ``collection`` (layout | tile) and ``max_kernels`` (tile);
 ``defaults`` applies to all items, an item's own keys win.
 """
@@ -28,7 +29,10 @@ from tpugraphs_tools.errors import TgtError
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 LAYOUT_KEYS = {"configs": "configs", "strategy": "strategy", "seed": "seed",
                "warmup": "warmup", "repeats": "repeats", "timeout": "timeout_s",
-               "workers": "workers", "timing_batch": "batch", "isolation": "isolation"}
+               "workers": "workers", "timing_batch": "batch", "isolation": "isolation",
+               "timing": "timing", "min_sample_ms": "min_sample_ms",
+               "target_precision": "target_precision", "max_rounds": "max_rounds",
+               "max_seconds_per_config": "max_seconds_per_config", "copies": "copies"}
 TILE_KEYS = {"max_kernels": "max_kernels"}
 ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *LAYOUT_KEYS, *TILE_KEYS}
 

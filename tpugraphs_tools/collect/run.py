@@ -172,7 +172,8 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptio
         return None
     header = layout.journal_header()
     committed = committed_rows(dataset, collected.graph_id, header)
-    if committed is not None and len(committed) >= layout.configs:
+    if committed is not None and sum(1 for i in committed if i < layout.configs) \
+            >= layout.configs:  # control/repeat rows (indices past the configs) do not count
         reason = unmeasured_reason(committed.values())
         if reason is not None:  # a rerun still reports the graph as unmeasured
             summary.unmeasured[collected.graph_id] = reason

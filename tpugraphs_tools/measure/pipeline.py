@@ -34,11 +34,14 @@ from tpugraphs_tools.measure.worker import (
     CRASH,
     DUPLICATE,
     NOOP,
+    OK,
     TIMEOUT,
     Job,
     SessionSpec,
     WorkerError,
 )
+
+REPEATS_PER_BATCH = 2  # paired engine: earlier configs re-timed per batch (between-window SD)
 
 
 @dataclass
@@ -69,6 +72,8 @@ class PipelinedMeasurer:
         self.measure_cpus, self.compile_cpus = split_cpus(self.isolation)
         self.default_info: dict[str, Any] = {}
         self.restarts = 0
+        self.repeats_sent = 0
+        self._timed_ok: list[dict[str, Any]] = []  # compiled items timed ok (repeat pool)
         self._measure: WorkerProcess | None = None
         self._compilers: list[WorkerProcess] = []
 
@@ -114,10 +119,13 @@ class PipelinedMeasurer:
     # -- the loop --------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job], known: dict[str, int],
             on_result: Callable[[dict[str, Any]], None],
-            stop: Callable[[], bool] = lambda: False) -> None:
+            stop: Callable[[], bool] = lambda: False,
+            context: Callable[[], list[tuple[float, float]]] = list) -> None:
         """Measure ``jobs``; ``known`` maps dedupe keys to config indices (default → 0).
 
         Once ``stop()`` is true no further job is compiled; jobs in flight still finish.
+        ``context()`` gives the ratio CIs of configs finished so far (paired engine: a batch
+        stops a config once it is separated from its rank neighbours among them).
         """
         self.start()
         todo = deque(jobs)
@@ -156,7 +164,8 @@ class PipelinedMeasurer:
                 if batch:
                     pause = ([p.proc.pid for p in self._compilers]
                              if self.isolation == "pause" else [])
-                    self._measure.conn.send({"items": batch, "pause": pause})
+                    self._measure.conn.send({"items": [*batch, *self._repeat(singles)],
+                                             "pause": pause, "context": context()})
                     batch_started = time.monotonic()
 
             conns = [self._compilers[s].conn for s in compiling]
@@ -166,7 +175,7 @@ class PipelinedMeasurer:
                 continue
             deadlines = [c.started + timeout for c in compiling.values()]
             if batch:
-                deadlines.append(batch_started + timeout * len(batch))
+                deadlines.append(batch_started + timeout * (len(batch) + 1))
             ready = wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
 
             for slot in list(compiling):
@@ -210,15 +219,52 @@ class PipelinedMeasurer:
                     paused = max((r.get("paused_seconds", 0.0) for r in results), default=0.0)
                     for flight in compiling.values():  # stopped compiles did not progress
                         flight.started += paused
+                    ok = {r["index"] for r in results if r.get("status") == OK
+                          and r.get("repeat_of") is None}
+                    # Keep the latest few (serialized executables are big) to re-time.
+                    self._timed_ok = [*self._timed_ok,
+                                      *(item for item in batch if item["index"] in ok)][-8:]
                     for result in results:
                         on_result(result)
                 batch = []
-            elif batch and time.monotonic() - batch_started > timeout * len(batch):
-                self._measure_failed(batch, f"no result within {timeout * len(batch):.0f} s; "
-                                     "worker killed", TIMEOUT, singles, on_result)
+            elif batch and time.monotonic() - batch_started > timeout * (len(batch) + 1):
+                self._measure_failed(batch, f"no result within "
+                                     f"{timeout * (len(batch) + 1):.0f} s; worker killed",
+                                     TIMEOUT, singles, on_result)
                 batch = []
         for slot in recycle:  # the next run() must find live workers
             self._replace_compiler(slot, restart=False)
+
+    def _repeat(self, singles: deque[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Paired engine: configs of earlier batches timed again in this one, so the labels' CIs
+        can include the variance between timing windows (collect/labels.py widens them)."""
+        if self.spec.engine != "paired" or not self._timed_ok or singles:
+            return []
+        picked = []
+        for _ in range(min(REPEATS_PER_BATCH, len(self._timed_ok))):
+            item = self._timed_ok[self.repeats_sent % len(self._timed_ok)]
+            self.repeats_sent += 1
+            picked.append({**item, "repeat_of": item["index"], "fault": None})
+        return picked
+
+    def run_control(self, on_result: Callable[[dict[str, Any]], None]) -> None:
+        """Paired engine: time the A/A control alone against the default (a graph none of
+        whose configs reached timing still gets its default measured in a batch window)."""
+        self.start()
+        pause = [p.proc.pid for p in self._compilers] if self.isolation == "pause" else []
+        self._measure.conn.send({"items": [], "pause": pause, "context": []})
+        if not self._measure.conn.poll(self.opts.timeout_s):
+            self._measure.kill()
+            signal_all(pause, signal.SIGCONT)
+            self._measure = None
+            raise WorkerError("the default config could not be timed in time")
+        try:
+            _kind, results = self._measure.conn.recv()
+        except (EOFError, ConnectionError):
+            raise WorkerError("measurement worker died timing the default: "
+                              + self._measure.exit_description()) from None
+        for result in results:
+            on_result(result)
 
     def _replace_compiler(self, slot: int, restart: bool = True) -> None:
         self._compilers[slot].kill()

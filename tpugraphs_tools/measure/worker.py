@@ -10,9 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tpugraphs_tools.measure.paired import StopRule
+
 OK, NOOP, DUPLICATE = "ok", "noop", "duplicate"
 COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
     "compile_error", "runtime_error", "timeout", "crash", "wrong_result")
+CONTROL = "control"  # an A/A copy of the default timed as a config: the batch's noise floor
+REPEAT = "repeat"    # a config of an earlier batch timed again: variance between windows
+ENGINES = ("paired", "fixed")
 
 
 @dataclass
@@ -34,6 +39,13 @@ class SessionSpec:
     # XLA:GPU caches autotuning per process by fusion HLO, ignoring the options that force a
     # tile: each configured compile then needs a compile worker of its own (tile_gpu.py).
     fresh_compiler_per_job: bool = False
+    # "paired": samples of k runs next to default samples, ratio CIs, adaptive rounds and an
+    # A/A control per batch (measure/paired.py); "fixed": ``repeats`` rotating rounds of single
+    # runs against a solo-timed default (the tile collection, and the old layout engine).
+    engine: str = "fixed"
+    min_sample_ms: float = 5.0
+    stop: StopRule = field(default_factory=StopRule)
+    adaptive: bool = True
 
 
 @dataclass

@@ -15,7 +15,9 @@ from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
+    CONTROL,
     OK,
+    REPEAT,
     RUNTIME_ERROR,
     WRONG_RESULT,
     Job,
@@ -104,6 +106,38 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             return  # the parent starts a fresh worker for the next job
 
 
+def client_of(spec: SessionSpec) -> Any:
+    import jax
+
+    return jax.devices(spec.backend)[0].client
+
+
+def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec, k: int,
+                  context: Any, placement: Any, waiting: list[int]) -> list[dict[str, Any]]:
+    """Time ``runs`` against ``reference`` in paired rounds; each is a list of loaded copies
+    of one program (``spec.stop.copies``). ``waiting`` (the A/A control, a repeated config)
+    are timed as long as the batch runs and never stop it."""
+    from tpugraphs_tools.measure.paired import time_paired, timed_sample
+    from tpugraphs_tools.measure.timing import Timing
+
+    def sample(i: int, copy: int) -> tuple[float, float]:
+        copies = reference if i < 0 else runs[i]
+        return timed_sample(copies[copy % len(copies)], k)
+
+    batch = time_paired(sample, len(runs), spec.stop, [tuple(c) for c in context],
+                        control=waiting, adaptive=spec.adaptive, placement=placement)
+    default = Timing.of([round(x) for x in batch.default_ns]).as_dict()
+    labels = []
+    for i in range(len(runs)):
+        ratio = batch.ratio(i, spec.stop.confidence)
+        labels.append({"timing": Timing.of([round(x) for x in batch.config_ns[i]]).as_dict(),
+                       "default_timing": default, "relative_to_default": ratio.ratio,
+                       "relative_ci_low": ratio.low, "relative_ci_high": ratio.high,
+                       "rounds": ratio.rounds, "stop_reason": batch.stop_reason[i],
+                       "runs_per_sample": k, "timed_seconds": batch.seconds[i]})
+    return labels
+
+
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     """Hold the inputs and the default config; check and time batches of executables."""
     die_with_parent()
@@ -113,7 +147,12 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     from tpugraphs_tools.hlo.text import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
+    from tpugraphs_tools.measure.paired import Placement, calibrate
     from tpugraphs_tools.measure.timing import time_alone, time_batch
+
+    control: list[Any] = []
+    runs_per_sample = None
+    placement = Placement()
 
     try:
         module = parse_hlo_text(spec.base_text, source="default config")
@@ -124,9 +163,23 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                                                                spec.options, spec, [])
         base_compile = time.perf_counter() - start
         reference = [np.asarray(o) for o in C.run(base, inputs)]
-        base_time = time_alone(lambda: C.run(base, inputs), spec.warmup, spec.repeats)
-        ready = {"compile_seconds": base_compile, "timing": base_time.as_dict(),
-                 "realized": realized, "key": key}
+        ready = {"compile_seconds": base_compile, "realized": realized, "key": key}
+        if spec.engine == "paired":
+            # No solo timing here (compile workers are starting up): the sample size k is
+            # calibrated in the first batch's quiet window. The timed default and the A/A
+            # control are independently loaded copies of the default that take the configs'
+            # path (serialized, deserialized), so no label carries a load-path difference.
+            first = jax.devices(spec.backend)[0]
+            blob = X.serialize_executable(base, first)
+            bases = [X.deserialize_executable(blob, first)
+                     for _ in range(2 * max(1, spec.stop.copies))]
+            control = [X.deserialize_executable(blob, first)
+                       for _ in range(max(1, spec.stop.copies))]
+            base = bases[0]
+        else:
+            bases = [base]
+            ready["timing"] = time_alone(lambda: C.run(base, inputs), spec.warmup,
+                                         spec.repeats).as_dict()
         if spec.return_optimized:
             ready["optimized_text"] = optimized_text
         conn.send(("ready", ready))
@@ -157,7 +210,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         batch_start = time.perf_counter()
         for item in batch:
             result = {k: item[k] for k in ("index", "compile_seconds", "realized", "key",
-                                           "optimized_text") if k in item}
+                                           "optimized_text", "repeat_of") if k in item}
             results.append(result)
             if item.get("fault") == "crash_run":
                 os.kill(os.getpid(), signal.SIGSEGV)
@@ -172,23 +225,47 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                 result.update(status=WRONG_RESULT, error=f"max abs error {error:.3g} vs "
                               f"default (tolerance {tolerance:.3g})")
                 continue
-            timed.append((result, exe))
+            exes = [exe]
+            if spec.engine == "paired":  # more loaded copies: placement effects average out
+                exes += [X.deserialize_executable(item["executable"], device)
+                         for _ in range(spec.stop.copies - 1)]
+            timed.append((result, exes))
         paused = 0.0
+        if spec.engine == "paired":
+            timed.append(({"index": None, "status": CONTROL}, control))
+            results.append(timed[-1][0])
         if timed:
-            runs = [lambda e=exe: C.run(e, inputs) for _, exe in timed]
+            copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
+            defaults = [lambda e=e: C.run(e, inputs) for e in bases]
+            runs = [c[0] for c in copies]
             # The numerics check above already ran each config once: it is the first warm-up.
+            # Further loaded copies run once here (their first run is cold).
+            for fn in [f for c in copies for f in c[1:]]:
+                fn()
             for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
-                for fn in [lambda: C.run(base, inputs), *runs]:
+                for fn in [*defaults, *runs]:
                     fn()
             stop = time.perf_counter()
             signal_all(pause, signal.SIGSTOP)
             try:
-                ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
+                if spec.engine == "paired":
+                    if runs_per_sample is None:  # once per graph, compile workers stopped
+                        runs_per_sample = calibrate(lambda: C.run(base, inputs),
+                                                    spec.min_sample_ms * 1e6)
+                    waiting = [i for i, (r, _) in enumerate(timed)
+                               if r.get("status") == CONTROL or "repeat_of" in r]
+                    labels = paired_labels(defaults, copies, spec, runs_per_sample,
+                                           message.get("context", ()), placement, waiting)
+                else:
+                    ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
+                    labels = [{"status": OK, "timing": t.as_dict(),
+                               "default_timing": ref.as_dict()} for t in cands]
             finally:
                 signal_all(pause, signal.SIGCONT)
                 paused = time.perf_counter() - stop if pause else 0.0
-            for (result, _), timing in zip(timed, cands, strict=True):
-                result.update(status=OK, timing=timing.as_dict(), default_timing=ref.as_dict())
+            for (result, _), label in zip(timed, labels, strict=True):
+                result.update(label, status=REPEAT if "repeat_of" in result
+                              else result.get("status", OK))
         busy = time.perf_counter() - batch_start
         for result in results:  # the measurement worker's busy time, shared by the batch
             result["measure_seconds"] = busy / len(results)

@@ -26,8 +26,13 @@ TIMING_COMMON = (
     "minimum in the same window. Failures, no-ops and duplicates stay in the configs table "
     "with their status and message, untimed."
 )
-TIMING_LAYOUT = ("Layout label: `config_runtime` = `relative_to_default` times the median "
-                 "default runtime of the session (drift-corrected).")
+TIMING_LAYOUT = ("Layout label (paired engine): `relative_to_default` is the trimmed mean of "
+                 "per-round ratios of k-run samples, each next to a default sample, with a 95% "
+                 "CI (`relative_ci_low`/`relative_ci_high`) that includes the spread between "
+                 "loaded copies and between timing windows; rounds stop adaptively "
+                 "(`stop_reason`). `config_runtime` = `relative_to_default` times the default's "
+                 "runtime measured in the same windows. `control` rows (an A/A copy of the "
+                 "default per batch) give the noise floor (docs/timing.md).")
 TIMING_TILE = ("Tile label: `config_runtime` = the config's minimum and "
                "`config_runtime_normalizers` = the default's minimum in the same window.")
 TIMING_IMPORTED = ("Runtimes of graphs imported from an official TpuGraphs tree are the "

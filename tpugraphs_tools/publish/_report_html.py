@@ -23,14 +23,32 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}g}"
 
 
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.2f}%"
+
+
+def _noise_line(stats: ReportStats) -> str:
+    """The dataset's noise floor: how far identical programs' labels drift apart."""
+    if not stats.controls:
+        return ""
+    return (f"<p><b>Noise floor</b>: every timed batch also timed an independent copy of the "
+            f"default (A/A control); its 95% CI held 1.0 in {stats.controls_held}/"
+            f"{stats.controls} batches, median half-width ±{_pct(stats.noise_floor)}. "
+            "Label differences below that are not resolved.</p>")
+
+
 def _program_table(stats: ReportStats) -> str:
     head = ("<tr><th>program</th><th>graphs</th><th>configs</th><th>ok</th>"
             "<th>no-op / duplicate</th><th>errors</th><th>median runtime / default</th>"
-            "<th>best speed-up</th></tr>")
+            "<th>best speed-up</th><th>median CI ±</th><th>A/A control holds 1.0</th>"
+            "<th>noise floor ±</th></tr>")
     rows = "".join(
         f"<tr><td>{escape(p.program)}</td><td>{p.graphs}</td><td>{p.configs}</td>"
         f"<td>{p.ok}</td><td>{p.skipped}</td><td>{p.errors}</td>"
-        f"<td>{_fmt(p.median_relative)}</td><td>{_fmt(p.best_speedup)}</td></tr>"
+        f"<td>{_fmt(p.median_relative)}</td><td>{_fmt(p.best_speedup)}</td>"
+        f"<td>{_pct(p.ci_half_width)}</td>"
+        f"<td>{f'{p.controls_held}/{p.controls}' if p.controls else '–'}</td>"
+        f"<td>{_pct(p.noise_floor)}</td></tr>"
         for p in stats.programs)
     return f"<table>{head}{rows}</table>"
 
@@ -54,8 +72,9 @@ def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1><p class=\"muted\">tgt dataset report</p>"
         f"<div class=\"cards\">{card_html}</div><ul>{fact_html}</ul>{figures}"
-        f"<h2>Per program</h2>{_program_table(stats)}"
+        f"<h2>Per program</h2>{_noise_line(stats)}{_program_table(stats)}"
         "<p class=\"muted\">Relative runtime: ok, non-default configs (runtime over the "
-        "default's runtime in the same timing window). Best speed-up: default runtime over the "
+        "default's runtime in the same timing window). Median CI ±: half-width of the labels' "
+        "95% confidence intervals. Best speed-up: default runtime over the "
         "fastest config's.</p></body></html>\n"
     )

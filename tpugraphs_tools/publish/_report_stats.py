@@ -1,4 +1,5 @@
-"""The numbers behind ``tgt report``: per-program runtimes, speed-ups, statuses, sizes."""
+"""The numbers behind ``tgt report``: per-program runtimes, speed-ups, statuses, sizes, and how
+sure the labels are (CI widths, the A/A control rows' noise floor)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,10 @@ class ProgramStats:
     relative: list[float]  # relative_to_default of ok non-default configs
     best_speedup: float | None  # default / best runtime (>1: a config beat the default)
     median_relative: float | None
+    ci_half_width: float | None = None  # median 95% CI half-width of ok non-default labels
+    controls: int = 0                   # A/A control rows (one per timed batch)
+    controls_held: int = 0              # ... whose CI holds 1.0
+    noise_floor: float | None = None    # median half-width of the controls' CIs
 
 
 @dataclass
@@ -35,6 +40,9 @@ class ReportStats:
     configs_per_graph: list[int]
     ok_per_graph: list[int]
     collections: dict[str, int] = field(default_factory=dict)
+    controls: int = 0
+    controls_held: int = 0
+    noise_floor: float | None = None
 
 
 def _status_counts(configs: pl.LazyFrame) -> dict[str, int]:
@@ -49,12 +57,19 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
     ``configs`` may be a lazy scan: it is only aggregated (streaming), never loaded whole.
     """
     programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
-    configs = configs.lazy().select("graph_id", "status", "is_default", "relative_to_default")
-    programs = configs.with_columns(
+    configs = configs.lazy()
+    present = set(configs.collect_schema().names())
+    configs = configs.select([c for c in ("graph_id", "status", "is_default",
+                                          "relative_to_default", "relative_ci_low",
+                                          "relative_ci_high") if c in present])
+    statuses = _status_counts(configs)
+    configs = configs.with_columns(
         pl.col("graph_id").replace_strict(programs_of, default=None).alias("program"))
+    noise = _noise(configs)
+    configs = configs.filter(pl.col("status") != "control")  # not configs: batch checks
     measured = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
                 & (pl.col("relative_to_default") > 0))
-    agg = programs.group_by("program").agg(
+    agg = configs.group_by("program").agg(
         pl.len().alias("configs"),
         (pl.col("status") == "ok").sum().alias("ok"),
         pl.col("status").is_in(SKIPPED_STATUSES).sum().alias("skipped"),
@@ -74,6 +89,7 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
             relative=relative,
             best_speedup=1.0 / min(relative) if relative else None,
             median_relative=float(pl.Series(relative).median()) if relative else None,
+            **noise.get(program, {}),
         ))
     per_graph = configs.group_by("graph_id").agg(
         pl.len().alias("n"), (pl.col("status") == "ok").sum().alias("ok")
@@ -84,11 +100,39 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
     return ReportStats(
         graphs=graphs.height,
         configs=int(per_graph["n"].sum()),
-        statuses=_status_counts(configs),
+        statuses=statuses,
         programs=per_program,
         num_nodes=[int(n) for n in graphs["num_nodes"].to_list()],
         configs_per_graph=[int(counts.get(g, 0)) for g in ids],
         ok_per_graph=[int(ok.get(g, 0)) for g in ids],
         collections=dict(sorted(graphs.group_by("collection").len().iter_rows()))
         if graphs.height else {},
+        controls=sum(p.controls for p in per_program),
+        controls_held=sum(p.controls_held for p in per_program),
+        noise_floor=noise.get(None, {}).get("noise_floor"),
     )
+
+
+def _noise(configs: pl.LazyFrame) -> dict[str | None, dict]:
+    """Per program (and None: the whole dataset): label CI widths and A/A control figures."""
+    if not {"relative_ci_low", "relative_ci_high"} <= set(configs.collect_schema().names()):
+        return {}
+    half = (pl.col("relative_ci_high") - pl.col("relative_ci_low")) / 2
+    labelled = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
+                & pl.col("relative_ci_low").is_not_null())
+    control = (pl.col("status") == "control") & pl.col("relative_ci_low").is_not_null()
+    exprs = [
+        (half / pl.col("relative_to_default")).filter(labelled).median().alias("ci_half_width"),
+        control.sum().alias("controls"),
+        (control & (pl.col("relative_ci_low") <= 1.0) & (pl.col("relative_ci_high") >= 1.0))
+        .sum().alias("controls_held"),
+        half.filter(control).median().alias("noise_floor"),
+    ]
+    out: dict[str | None, dict] = {
+        r.pop("program"): r
+        for r in configs.group_by("program").agg(exprs).collect(engine="streaming").to_dicts()}
+    if not out:
+        return {}
+    out[None] = configs.select(exprs).collect(engine="streaming").to_dicts()[0]
+    return {k: {**v, "controls": int(v["controls"]), "controls_held": int(v["controls_held"])}
+            for k, v in out.items()}

@@ -107,6 +107,11 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.ok_runtime_invalid", ERROR, "ok config row with null or <= 0 runtime_min_ns"),
     ("dataset.honoured_invalid", ERROR, "configs honoured is not JSON node -> slot -> "
                                         "true/false/null over exactly the config's slots"),
+    ("dataset.relative_ci_invalid", ERROR, "relative_to_default outside its own "
+                                           "[relative_ci_low, relative_ci_high]"),
+    ("dataset.control_outside_ci", WARNING, "a graph's A/A control (status control) has a CI "
+                                            "that excludes 1.0: its batches are noisier than "
+                                            "their CIs claim"),
     ("dataset.split_overlap", ERROR, "a program/fingerprint (or official file stem) is in "
                                      "two splits"),
     ("dataset.collection_unknown", ERROR, "cannot tell whether an npz is layout or tile"),

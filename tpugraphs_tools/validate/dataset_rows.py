@@ -102,6 +102,7 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
                         key="runtime_min_ns", index=row["__row"])
     if {"honoured", "config"} <= set(df.columns):
         _check_honoured(rows, rel, report)
+    _check_labels(rows, rel, report)
     with_row = rows.filter(pl.col("npz_row").is_not_null() & pl.col("graph_id").is_not_null())
     dup = with_row.filter(pl.struct("graph_id", "npz_row").is_duplicated())
     if dup.height:
@@ -116,6 +117,34 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
     for gid in df.get_column("graph_id").drop_nulls().unique().to_list():
         refs.by_graph.setdefault(str(gid), (np.zeros(0, np.int64), np.zeros(0, np.int64)))
     return refs
+
+
+def _check_labels(rows: pl.DataFrame, rel: str, report: Report) -> None:
+    """Ratio CIs must contain their ratio; an A/A control whose CI excludes 1.0 means the
+    graph's batches claimed a difference between identical programs (noise floor breached)."""
+    need = {"relative_to_default", "relative_ci_low", "relative_ci_high"}
+    if not need <= set(rows.columns):
+        return
+    rel_, low, high = (pl.col(c) for c in ("relative_to_default", "relative_ci_low",
+                                            "relative_ci_high"))
+    bad = rows.filter((low.is_not_null() & high.is_not_null() & rel_.is_not_null()
+                       & ~((low <= rel_) & (rel_ <= high))).fill_null(False))
+    if bad.height:
+        row = bad.row(0, named=True)
+        report.emit("dataset.relative_ci_invalid", f"relative_to_default "
+                    f"{row['relative_to_default']} outside its CI [{row['relative_ci_low']}, "
+                    f"{row['relative_ci_high']}]{_more(bad.height)}", rel,
+                    key="relative_to_default", index=row["__row"])
+    outside = rows.filter(((pl.col("status") == "control") & ((low > 1.0) | (high < 1.0)))
+                          .fill_null(False))
+    for (gid,), part in outside.group_by("graph_id", maintain_order=True):
+        row = part.row(0, named=True)
+        report.emit("dataset.control_outside_ci", f"graph {gid!r}: A/A control "
+                    f"{row['relative_to_default']:.4f} with CI [{row['relative_ci_low']:.4f}, "
+                    f"{row['relative_ci_high']:.4f}] excludes 1.0"
+                    + (f" ({part.height} control rows)" if part.height > 1 else "")
+                    + ": labels of this graph claim differences noise can produce", rel,
+                    key="relative_ci_low", index=row["__row"])
 
 
 def check_graph_against_npz(row: dict, index: int, summary: NpzSummary, refs: ConfigRefs,

@@ -22,7 +22,13 @@ from tpugraphs_tools.collect.failures import (
     unmeasured_rows,
 )
 from tpugraphs_tools.collect.graphs import write_graphs
-from tpugraphs_tools.collect.layout import LayoutOptions, arrays_from_rows, collect_layout_configs
+from tpugraphs_tools.collect.labels import EXTRA_STATUSES
+from tpugraphs_tools.collect.layout import (
+    LayoutOptions,
+    arrays_from_rows,
+    collect_layout_configs,
+    next_control_index,
+)
 from tpugraphs_tools.collect.run import (
     CollectRequest,
     CollectSummary,
@@ -54,6 +60,10 @@ def measure_chunk(text: str, opts: LayoutOptions, indices: list[int]) -> list[di
                                opts.seed, reason, indices)
     rows = []
     for local, row in enumerate(result.rows):
+        if row["status"] in EXTRA_STATUSES:  # renumbered by the driver (next_control_index)
+            dup = row.get("duplicate_of")
+            rows.append({**row, "duplicate_of": chosen[dup] if dup is not None else None})
+            continue
         if local == 0 and 0 not in indices:
             continue
         rows.append({**row, "config_index": chosen[local],
@@ -112,6 +122,9 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
             graph_id = pending.pop(ready[0])
             state = graphs[graph_id]
             for row in ray.get(ready[0]):
+                if row["status"] in EXTRA_STATUSES:
+                    row["config_index"] = next_control_index(state["rows"],
+                                                             len(state["configs"]))
                 state["rows"][row["config_index"]] = row
                 state["journal"].append(row)
             state["open"] -= 1
@@ -126,7 +139,7 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
 def _commit(dataset: Dataset, state: dict[str, Any], summary: CollectSummary) -> None:
     collected = state["collected"]
     configs: list[LayoutConfig] = state["configs"]
-    rows = [state["rows"][i] for i in range(len(configs))]
+    rows = [state["rows"][i] for i in sorted(state["rows"])]  # configs, then controls
     arrays, row_summary = arrays_from_rows(rows, configs, state["space"])
     collected.config_arrays = arrays
     collected.row["num_configs"] = int(arrays["config_runtime"].shape[0])

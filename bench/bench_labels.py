@@ -1,0 +1,207 @@
+"""Trustworthy labels: do CI-claimed orders survive a rerun, does the A/A control hold 1.0, and
+what does it cost next to the old fixed 10-repeat engine?
+
+Per zoo program, collections run one after the other into fresh datasets: the paired engine
+twice (run 1 claims pairs whose CIs are disjoint, run 2 checks their order), the paired engine
+without adaptive stopping once (every config to ``--max-rounds``: the same CI rule, so the
+adaptive saving is read at equal claimed precision), and the old fixed engine twice (10
+rounds, shared default minimum; its claim rule was |Δ| > 2×CV). Every run is saved as JSON
+under ``--save`` as soon as it ends, so an interrupted benchmark keeps what it measured;
+``--report-only`` rewrites the section from saved runs.
+
+    python bench/bench_labels.py --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import numpy as np
+from scipy.stats import kendalltau
+
+PROGRAMS = {  # name -> (zoo program, program args, configs)
+    "resnet18": ("resnet18", {"preset": "tiny", "batch": 1}, 12),
+    "resnet50": ("resnet50", {"preset": "base", "batch": 1, "image_size": 112}, 8),
+    "transformer": ("transformer", {"preset": "small", "batch": 1}, 8),
+    "mlp_mixer": ("mlp_mixer", {"preset": "tiny", "batch": 1}, 10),
+}
+MODES = ("paired", "paired", "fixed", "fixed", "paired_all")
+
+
+def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -> dict:
+    """One collection into a fresh dataset: its config rows and its wall time."""
+    import polars as pl
+
+    from tpugraphs_tools.collect.layout import LayoutOptions
+    from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
+    from tpugraphs_tools.programs import ProgramArgs
+
+    layout = LayoutOptions(configs=configs, seed=seed,
+                           timing="fixed" if mode == "fixed" else "paired",
+                           adaptive=mode != "paired_all")
+    with TemporaryDirectory(prefix="tgt-labels-") as out:
+        item = CollectItem(program=program, program_args=ProgramArgs(**args), layout=layout)
+        start = time.perf_counter()
+        collect(CollectRequest(items=[item], out=out))
+        wall = time.perf_counter() - start
+        rows = pl.read_parquet(Path(out) / "configs.parquet").to_dicts()
+    keep = ("config_index", "status", "is_default", "relative_to_default", "relative_ci_low",
+            "relative_ci_high", "rounds", "stop_reason", "runtime_cv", "runs_per_sample",
+            "default_runtime_ns", "measure_seconds", "window_sd")
+    return {"mode": mode, "wall_s": wall, "load": os.getloadavg()[0],
+            "rows": [{k: r.get(k) for k in keep} for r in rows]}
+
+
+def _labels(run: dict) -> dict[int, dict]:
+    return {r["config_index"]: r for r in run["rows"] if r["status"] == "ok"}
+
+
+def claimed_pairs(a: dict, b: dict, rule: str) -> tuple[int, int, int]:
+    """(pairs, claimed in run a, claimed pairs whose order run b keeps)."""
+    la, lb = _labels(a), _labels(b)
+    common = sorted(set(la) & set(lb))
+    pairs = claimed = kept = 0
+    for i, j in itertools.combinations(common, 2):
+        pairs += 1
+        x, y = la[i], la[j]
+        if rule == "ci":
+            sure = x["relative_ci_high"] < y["relative_ci_low"] or \
+                y["relative_ci_high"] < x["relative_ci_low"]
+        else:  # the old engine's rule: |Δ| > 2 × the larger CV (relative runtimes)
+            cv = max(x["runtime_cv"] or 0, y["runtime_cv"] or 0)
+            rx, ry = x["relative_to_default"], y["relative_to_default"]
+            sure = abs(rx - ry) > 2 * cv * max(rx, ry)
+        if not sure:
+            continue
+        claimed += 1
+        d1 = x["relative_to_default"] - y["relative_to_default"]
+        d2 = lb[i]["relative_to_default"] - lb[j]["relative_to_default"]
+        kept += np.sign(d1) == np.sign(d2)
+    return pairs, claimed, kept
+
+
+def tau(a: dict, b: dict) -> float:
+    la, lb = _labels(a), _labels(b)
+    common = sorted(set(la) & set(lb))
+    if len(common) < 3:
+        return float("nan")
+    return float(kendalltau([la[i]["relative_to_default"] for i in common],
+                            [lb[i]["relative_to_default"] for i in common]).statistic)
+
+
+def controls(run: dict) -> tuple[int, int, list[float]]:
+    rows = [r for r in run["rows"] if r["status"] == "control"]
+    held = sum(1 for r in rows if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"])
+    half = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 for r in rows]
+    return held, len(rows), half
+
+
+def half_widths(run: dict) -> list[float]:
+    return [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 / r["relative_to_default"]
+            for r in _labels(run).values()
+            if r["relative_ci_low"] is not None and not r["is_default"]]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
+    lines = [
+        "Per program: the paired engine twice (run 1 claims the pairs whose 95% CIs are "
+        "disjoint, the default counting as ratio 1 with no uncertainty; run 2 says whether "
+        "each claimed order held), the paired engine once more without adaptive stopping "
+        "(every config to `--max-rounds`), and the old fixed engine (10 rounds, shared default "
+        "minimum, its claim rule |Δ| > 2×CV) twice. Defaults otherwise: `--min-sample-ms 5 "
+        "--target-precision 0.01 --max-rounds 100 --max-seconds-per-config 10`, timing batch "
+        "4, 1 compile worker, isolation `pause`, strategy `default`, seed "
+        f"{args.seed}. Load = 1-min load average when the run ended (2 cores shared with "
+        "other agents' jobs).", "",
+        "| program (configs) | engine | claimed pairs (run 1) | claimed order kept (run 2) | "
+        "τ all configs | median CI ± | A/A control holds 1.0 | wall s (runs) | load |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    total_kept = total_claimed = total_held = total_controls = 0
+    for name, program_runs in runs.items():
+        by_mode: dict[str, list[dict]] = {}
+        for run in program_runs:
+            by_mode.setdefault(run["mode"], []).append(run)
+        configs = PROGRAMS[name][2]
+        for mode, label in (("paired", "paired, adaptive"), ("paired_all", "paired, all "
+                                                             "to cap"),
+                            ("fixed", "old fixed 10-repeat")):
+            got = by_mode.get(mode, [])
+            if not got:
+                continue
+            walls = ", ".join(f"{r['wall_s']:.0f}" for r in got)
+            load = ", ".join(f"{r['load']:.1f}" for r in got)
+            half = [h for r in got for h in half_widths(r)]
+            held = sum(controls(r)[0] for r in got)
+            count = sum(controls(r)[1] for r in got)
+            if mode != "fixed":
+                total_held += held
+                total_controls += count
+            claim = kept_s = tau_s = "-"
+            if len(got) >= 2:
+                pairs, claimed, kept = claimed_pairs(got[0], got[1],
+                                                     "cv" if mode == "fixed" else "ci")
+                claim = f"{claimed}/{pairs} ({_pct(claimed / pairs)})" if pairs else "-"
+                kept_s = f"{kept}/{claimed} ({_pct(kept / claimed)})" if claimed else "-"
+                tau_s = f"{tau(got[0], got[1]):.2f}"
+                if mode == "paired":
+                    total_kept += kept
+                    total_claimed += claimed
+            lines.append(
+                f"| {name} ({configs}) | {label} | {claim} | {kept_s} | {tau_s} | "
+                + (f"±{100 * statistics.median(half):.1f}%" if half else "-") + " | "
+                + (f"{held}/{count}" if count else "-") + f" | {walls} | {load} |")
+    lines += ["", f"Over all programs: claimed orders kept in the rerun **{total_kept}/"
+              f"{total_claimed}**"
+              + (f" ({_pct(total_kept / total_claimed)})" if total_claimed else "")
+              + f"; A/A control CI holds 1.0 in **{total_held}/{total_controls}** batches"
+              + (f" ({_pct(total_held / total_controls)})" if total_controls else "") + "."]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", default=",".join(PROGRAMS))
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save", default="bench/out/labels")
+    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    save = Path(args.save)
+    save.mkdir(parents=True, exist_ok=True)
+    names = args.programs.split(",")
+    if not args.report_only:
+        for name in names:
+            program, pargs, configs = PROGRAMS[name]
+            for n, mode in enumerate(args.modes.split(",")):
+                run = collect_once(program, pargs, configs, mode, args.seed)
+                (save / f"{name}.{n}.{mode}.json").write_text(json.dumps(run))
+                print(f"{name} {mode}: {run['wall_s']:.1f} s, load {run['load']:.1f}",
+                      flush=True)
+    runs = {name: [json.loads(p.read_text()) for p in sorted(save.glob(f"{name}.*.json"),
+                                                               key=lambda p: int(
+                                                                   p.name.split(".")[1]))]
+            for name in names}
+    text = report({k: v for k, v in runs.items() if v}, args)
+    print(text)
+    if args.write:
+        from _doc import record
+
+        record("Label reproducibility and A/A control", text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

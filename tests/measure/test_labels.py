@@ -1,0 +1,105 @@
+"""Label derivation from paired rows: the npz holds ratio × in-window default, never a control."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tpugraphs_tools.collect.layout import arrays_from_rows, next_control_index
+from tpugraphs_tools.configs import LayoutConfig, layout_space
+from tpugraphs_tools.hlo.text import parse_hlo_text
+
+HLO = """
+HloModule small
+ENTRY main {
+  x = f32[8,64]{1,0} parameter(0)
+  w = f32[64,32]{1,0} parameter(1)
+  d = f32[8,32]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT r = f32[8,4,8]{2,1,0} reshape(d)
+}
+"""
+
+
+def _row(index: int, status: str, relative: float | None, window: int | None,
+         is_default: bool = False, fp: str | None = None) -> dict:
+    paired = relative is not None
+    return {"config_index": index, "status": status, "is_default": is_default,
+            "optimized_fingerprint": fp or f"fp{index}", "duplicate_of": None,
+            "runtime_min_ns": None if is_default else 1000, "runtime_median_ns": None,
+            "runtime_cv": None, "repeats": None, "default_runtime_ns": window,
+            "relative_to_default": relative,
+            "relative_ci_low": relative * 0.98 if paired else None,
+            "relative_ci_high": relative * 1.02 if paired else None,
+            "rounds": 10 if paired else None,
+            "stop_reason": "precision" if paired else None}
+
+
+@pytest.fixture
+def space_configs():
+    space = layout_space(parse_hlo_text(HLO, source="test"))
+    tensor = space.tensors[0]
+    perms = [(0, 1), (1, 0)] if tensor.rank == 2 else [(0, 1, 2), (2, 1, 0), (1, 0, 2)]
+    configs = [LayoutConfig()] + [LayoutConfig.of({(tensor.config_index, tensor.slot): p})
+                                  for p in perms]
+    return space, configs[:3]
+
+
+def test_control_rows_never_enter_the_npz(space_configs):
+    space, configs = space_configs
+    rows = [_row(0, "ok", None, None, is_default=True),
+            _row(1, "ok", 0.5, 2000), _row(2, "ok", 1.5, 2200),
+            _row(3, "control", 1.01, 2000), _row(4, "control", 0.99, 2400)]
+    arrays, summary = arrays_from_rows(rows, configs, space)
+    runtime = arrays["config_runtime"]
+    assert runtime.tolist() == [2100, 1050, 3150]  # ratio × median in-window default
+    assert arrays["node_config_feat"].shape[0] == 3
+    assert [r["npz_row"] for r in rows] == [0, 1, 2, None, None]
+    default = rows[0]
+    assert default["relative_to_default"] == 1.0 and default["stop_reason"] == "reference"
+    assert default["default_runtime_ns"] == 2100 and default["runtime_min_ns"] == 2000
+    assert summary["configs"] == 3 and summary["controls"] == 2
+    assert summary["controls_holding_1"] == 2
+    assert summary["noise_floor"] == pytest.approx(0.02)
+
+
+def test_control_indices_follow_the_configs():
+    assert next_control_index({0: 1, 1: 1, 2: 1}, 3) == 3
+    assert next_control_index({0: 1, 2: 1, 3: 1}, 3) == 4
+    assert next_control_index({}, 5) == 5
+
+
+def _paired(index: int, status: str, ratio: float, half: float, rounds: int = 40,
+            duplicate_of: int | None = None) -> dict:
+    from tpugraphs_tools.collect.labels import _t
+
+    t = _t(rounds)
+    return {"config_index": index, "status": status, "is_default": False, "rounds": rounds,
+            "relative_to_default": ratio, "duplicate_of": duplicate_of,
+            "relative_ci_low": ratio * math.exp(-half * t),
+            "relative_ci_high": ratio * math.exp(half * t)}
+
+
+def test_repeats_widen_labels_by_the_variance_between_windows_once():
+    from tpugraphs_tools.collect.labels import widen_by_windows, window_sd
+
+    rows = [_paired(1, "ok", 1.00, 0.005), _paired(2, "ok", 1.10, 0.005),
+            _paired(3, "repeat", 1.04, 0.005, duplicate_of=1),
+            _paired(4, "repeat", 1.06, 0.005, duplicate_of=2),
+            _paired(5, "control", 1.0, 0.005)]
+    from scipy.stats import chi2
+
+    d2 = math.log(1.04) ** 2 + math.log(1.06 / 1.10) ** 2
+    expected = math.sqrt((d2 / chi2.ppf(0.2, 2) - 2 * 0.005 ** 2) / 2)
+    assert window_sd(rows) == pytest.approx(expected)
+    point = math.sqrt((d2 / 2 - 2 * 0.005 ** 2) / 2)  # the plain estimate is smaller
+    assert window_sd(rows, confidence=0.5) < window_sd(rows) and point < expected
+    control_before = dict(rows[4])
+    sd = widen_by_windows(rows)
+    first = (rows[0]["relative_ci_low"], rows[0]["relative_ci_high"])
+    assert rows[0]["window_sd"] == pytest.approx(sd)
+    assert first[0] < 1.0 * math.exp(-0.005 * 2.1) and first[1] > math.exp(0.005 * 2.1)
+    widen_by_windows(rows)  # idempotent: resume and Ray commit derive labels again
+    assert (rows[0]["relative_ci_low"], rows[0]["relative_ci_high"]) == pytest.approx(first)
+    assert rows[4] == control_before  # A/A controls are never widened
+    assert window_sd(rows[:2]) is None

@@ -1,0 +1,161 @@
+"""The paired engine's statistics and stopping rules on synthetic timings (no real timing)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tpugraphs_tools.measure.paired import (
+    BATCH_DONE,
+    MAX_ROUNDS,
+    MAX_SECONDS,
+    PRECISION,
+    SEPARATED,
+    Placement,
+    StopRule,
+    ratio_of,
+    time_paired,
+    trimmed_ci,
+)
+
+
+def fake_sampler(ratios: list[float], noise: float, seed: int = 0, base_ns: float = 1e6,
+                 outliers: float = 0.0, placement: float = 0.0):
+    """``sample(i, copy)`` of configs whose true runtime is ``ratios[i]`` × the default's, with
+    lognormal noise of ``noise`` per sample, slow drift, occasional 3× preempted samples and a
+    persistent speed offset of SD ``placement`` per loaded copy of each program."""
+    rng = np.random.default_rng(seed)
+    calls = [0]
+    offsets: dict[tuple[int, int], float] = {}
+
+    def sample(i: int, copy: int = 0) -> tuple[float, float]:
+        calls[0] += 1
+        drift = 1 + 0.2 * math.sin(calls[0] / 50)  # the machine slows down and recovers
+        if (i, copy) not in offsets:
+            offsets[(i, copy)] = math.exp(rng.normal(0, placement)) if placement else 1.0
+        true = base_ns * (1.0 if i < 0 else ratios[i]) * drift * offsets[(i, copy)]
+        ns = true * math.exp(rng.normal(0, noise))
+        if outliers and rng.random() < outliers:
+            ns *= 3
+        return ns, ns * 5 / 1e9
+
+    return sample, calls
+
+
+def test_trimmed_ci_matches_t_interval_without_trimming_and_covers_truth():
+    x = np.random.default_rng(1).normal(0.3, 0.05, 40)
+    center, low, high = trimmed_ci(x, trim=0.0)
+    from scipy import stats
+
+    t = stats.t.ppf(0.975, 39) * x.std(ddof=1) / math.sqrt(40)
+    assert center == pytest.approx(x.mean())
+    assert (low, high) == pytest.approx((x.mean() - t, x.mean() + t))
+    # Too few values: no interval is claimed.
+    assert trimmed_ci([0.1, 0.2])[1:] == (-math.inf, math.inf)
+
+
+@pytest.mark.parametrize("true", [0.8, 1.0, 1.07, 1.5])
+def test_ratio_ci_covers_known_ratio_about_95_percent(true):
+    rng = np.random.default_rng(int(true * 100))
+    covered = 0
+    for _ in range(400):
+        logs = np.log(true) + rng.normal(0, 0.04, 20)
+        r = ratio_of(list(logs))
+        covered += r.low <= true <= r.high
+        assert r.low <= r.ratio <= r.high
+    assert 0.91 <= covered / 400 <= 0.99
+
+
+def test_paired_rounds_recover_known_ratios_despite_drift_and_outliers():
+    ratios = [0.7, 1.0, 1.25, 1.0]
+    sample, _ = fake_sampler(ratios, noise=0.02, outliers=0.05, seed=3)
+    rule = StopRule(target_precision=0.005, max_rounds=40, max_seconds_per_config=1e9)
+    batch = time_paired(sample, len(ratios), rule, control=[3])
+    for i, true in enumerate(ratios):
+        r = batch.ratio(i)
+        assert r.low <= true <= r.high, (i, r)
+        assert r.ratio == pytest.approx(true, rel=0.03)
+
+
+def test_large_effect_stops_early_no_effect_runs_to_the_cap():
+    sample, _ = fake_sampler([0.5, 1.0, 1.0], noise=0.05, seed=5)
+    rule = StopRule(target_precision=0.001, min_rounds=6, max_rounds=30,
+                    max_seconds_per_config=1e9)
+    batch = time_paired(sample, 3, rule, control=[2])
+    assert batch.stop_reason[0] == SEPARATED and len(batch.log_ratios[0]) == rule.min_rounds
+    assert batch.stop_reason[1] == MAX_ROUNDS and len(batch.log_ratios[1]) == 30
+    # The control is timed every round the batch runs and says why it ended.
+    assert batch.stop_reason[2] == BATCH_DONE and len(batch.log_ratios[2]) == 30
+    assert batch.ratio(2).low <= 1.0 <= batch.ratio(2).high
+
+
+def test_precision_target_and_seconds_cap():
+    quiet, _ = fake_sampler([1.0, 1.0], noise=0.001, seed=7)
+    batch = time_paired(quiet, 2, StopRule(target_precision=0.01, max_seconds_per_config=1e9),
+                        control=[1])
+    assert batch.stop_reason[0] == PRECISION and batch.rounds == StopRule.min_rounds
+    noisy, _ = fake_sampler([1.0, 1.0], noise=0.2, seed=7)
+    batch = time_paired(noisy, 2, StopRule(max_rounds=1000, max_seconds_per_config=0.2),
+                        control=[1])
+    assert batch.stop_reason[0] == MAX_SECONDS and batch.seconds[0] >= 0.2
+    assert batch.rounds < 1000
+
+
+def test_neighbour_overlap_keeps_a_config_running():
+    """Excluding the default is not enough: a config whose CI overlaps a finished config
+    ranked next to it keeps adding rounds."""
+    sample, _ = fake_sampler([0.6], noise=0.05, seed=9)
+    rule = StopRule(target_precision=0.0001, max_rounds=12, max_seconds_per_config=1e9)
+    alone = time_paired(sample, 1, rule)
+    assert alone.stop_reason[0] == SEPARATED
+    sample, _ = fake_sampler([0.6], noise=0.05, seed=9)
+    crowded = time_paired(sample, 1, rule, context=[(0.55, 0.65)])
+    assert crowded.stop_reason[0] == MAX_ROUNDS
+
+
+def test_every_config_sample_is_next_to_a_default_sample():
+    order: list[int] = []
+
+    def sample(i: int, copy: int) -> tuple[float, float]:
+        order.append(i)
+        return 1e6, 0.001
+
+    time_paired(sample, 5, StopRule(max_rounds=4, min_rounds=4), control=[4],
+                adaptive=False)
+    for pos, i in enumerate(order):
+        if i >= 0:
+            assert order[pos - 1] == -1 or order[pos + 1] == -1, order
+    assert order[0] == -1 and order[-1] == -1
+
+
+def test_repeated_looks_rarely_claim_a_difference_between_equal_configs():
+    """Adaptive stopping looks at the CI many times: equal configs must still rarely be
+    declared 'separated' (the A/A control's promise)."""
+    rule = StopRule(target_precision=0.0, max_rounds=40, max_seconds_per_config=1e9)
+    claims = 0
+    for seed in range(300):
+        sample, _ = fake_sampler([1.0], noise=0.03, seed=100 + seed)
+        claims += time_paired(sample, 1, rule).stop_reason[0] == SEPARATED
+    assert claims / 300 <= 0.05
+
+
+def test_placement_spread_between_loaded_copies_enters_the_ci():
+    """Identical programs loaded twice run at different speeds: with a 1.5% per-copy offset,
+    A/A CIs from the rounds alone would exclude 1.0 far too often; pooled copy spread fixes it."""
+    rule = StopRule(target_precision=0.0, max_rounds=40, max_seconds_per_config=1e9)
+    held = naive_held = total = 0
+    for seed in range(40):
+        placement = Placement()
+        sample, _ = fake_sampler([1.0] * 4, noise=0.01, seed=500 + seed, placement=0.015)
+        batch = time_paired(sample, 4, rule, control=[3], placement=placement, adaptive=False)
+        for i in range(4):
+            r = batch.ratio(i)
+            held += r.low <= 1.0 <= r.high
+            _, low, high = trimmed_ci(batch.log_ratios[i])
+            naive_held += low <= 0.0 <= high
+            total += 1
+    assert held / total >= 0.9
+    assert naive_held / total < 0.7  # the effect the copies are there for
+    assert placement.variance() > 0

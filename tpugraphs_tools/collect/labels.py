@@ -1,0 +1,109 @@
+"""Label uncertainty across timing windows, and how sure a graph's labels are.
+
+A batch's CI covers the noise of its own window (rounds, loaded copies). Timing the same config
+again in a later batch (a ``repeat`` row) showed the ratio moving by more than that: the machine
+state differs between windows. The repeats of a graph give the variance between windows,
+(its 80% upper confidence bound: a graph has few pairs) is added to every ok label's CI
+(``window_sd``, log scale). A/A control rows are not
+widened: identical programs share any window effect, so they keep testing the within-window
+CI honestly.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+from typing import Any
+
+from scipy import stats
+
+from tpugraphs_tools.measure.paired import TRIM
+from tpugraphs_tools.measure.worker import CONTROL, OK, REPEAT
+
+EXTRA_STATUSES = (CONTROL, REPEAT)  # rows after the configs, never in the npz
+WINDOW_CONFIDENCE = 0.8
+
+
+def _t(rounds: int, confidence: float = 0.95) -> float | None:
+    g = math.floor(TRIM * rounds)
+    df = rounds - 2 * g - 1
+    return float(stats.t.ppf(0.5 + confidence / 2, df)) if df >= 1 else None
+
+
+def _log_se(row: dict[str, Any]) -> float | None:
+    """The row's standard error on the log scale, before any window widening."""
+    low, high, rounds = row.get("relative_ci_low"), row.get("relative_ci_high"), row.get("rounds")
+    t = _t(rounds) if rounds else None
+    if not low or not high or t is None or math.isinf(high):
+        return None
+    total = (math.log(high) - math.log(low)) / 2 / t
+    applied = row.get("window_sd") or 0.0
+    return math.sqrt(max(0.0, total ** 2 - applied ** 2))
+
+
+def window_sd(rows: list[dict[str, Any]], confidence: float = WINDOW_CONFIDENCE) -> float | None:
+    """SD (log scale) between timing windows from repeat rows and their originals: the upper
+    ``confidence`` bound of the variance (a graph has only a few pairs, and two that happen to
+    agree must not shrink every CI to the within-window one). None without a usable pair."""
+    by_index = {r["config_index"]: r for r in rows}
+    terms = []
+    for rep in rows:
+        orig = by_index.get(rep.get("duplicate_of")) if rep["status"] == REPEAT else None
+        if orig is None or orig["status"] != OK or not rep.get("relative_to_default"):
+            continue
+        se_o, se_r = _log_se(orig), _log_se(rep)
+        if se_o is None or se_r is None:
+            continue
+        d = math.log(rep["relative_to_default"]) - math.log(orig["relative_to_default"])
+        terms.append((d * d, se_o ** 2 + se_r ** 2))
+    if not terms:
+        return None
+    # Σ d² / (2σ² + s̄) ~ χ²(n): σ² ≤ (Σ d² / χ²_{1-confidence}(n) − s̄) / 2.
+    n = len(terms)
+    total = sum(d2 for d2, _ in terms)
+    within = statistics.fmean(s for _, s in terms)
+    bound = total / float(stats.chi2.ppf(1 - confidence, n))
+    return math.sqrt(max(0.0, (bound - within) / 2))
+
+
+def widen_by_windows(rows: list[dict[str, Any]]) -> float | None:
+    """Add the between-window variance to every ok non-default label's CI (idempotent: the
+    previously applied ``window_sd`` is taken out first)."""
+    sd = window_sd(rows)
+    for row in rows:
+        if row["status"] != OK or row["is_default"] or row.get("rounds") is None:
+            continue
+        se = _log_se(row)
+        t = _t(row["rounds"])
+        if se is None or t is None:
+            continue
+        half = t * math.sqrt(se ** 2 + (sd or 0.0) ** 2)
+        center = math.log(row["relative_to_default"])
+        row.update(relative_ci_low=math.exp(center - half),
+                   relative_ci_high=math.exp(center + half), window_sd=sd or 0.0)
+    return sd
+
+
+def label_quality(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How sure the labels are: CI widths, stop reasons, windows, the A/A noise floor."""
+    ok = [r for r in rows if r["status"] == OK and not r["is_default"]
+          and r.get("relative_ci_low") is not None]
+    controls = [r for r in rows if r["status"] == CONTROL
+                and r.get("relative_ci_low") is not None]
+    half = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 / r["relative_to_default"]
+            for r in ok if r["relative_to_default"]]
+    ratios = [r["relative_to_default"] for r in controls]
+    spread = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 for r in controls]
+    return {
+        "ci_half_width_median": statistics.median(half) if half else None,
+        "stop_reasons": dict(Counter(r["stop_reason"] for r in ok)),
+        "rounds_median": statistics.median([r["rounds"] for r in ok]) if ok else None,
+        "window_sd": window_sd(rows),
+        "controls": len(controls),
+        "controls_holding_1": sum(1 for r in controls
+                                  if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"]),
+        # The A/A control's CI half-width: the smallest effect the batches could resolve.
+        "noise_floor": statistics.median(spread) if spread else None,
+        "control_range": (min(ratios), max(ratios)) if ratios else None,
+    }

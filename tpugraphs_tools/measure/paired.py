@@ -1,0 +1,329 @@
+"""Paired timing: every config's sample sits next to default samples, labels are ratios with CIs.
+
+A shared minimum of the default per batch moves every config of the batch together when that
+one minimum is noisy (relative runtimes of 0.75–1.19 were seen timing the default against
+copies of itself). Here each round runs ``D c1 c2 D c3 c4 D ...`` (order rotated and reversed
+every round): every config sample is paired with one adjacent default sample, and the label
+is built from the per-round log-ratios: their 20%-trimmed mean with Yuen's t confidence interval
+(robust to the occasional preempted sample; exact for symmetric noise, which pairing one config
+sample with one default sample gives an A/A comparison). Rounds are added until every
+config's CI is tight (``target_precision``) or already separates it from the default and its
+rank neighbours, or a cap is hit; the reason is recorded (docs/layout-collection.md).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+TRIM = 0.2
+BLOCK = 2  # config samples between two default samples
+
+# Why a config stopped being timed (configs.parquet ``stop_reason``).
+PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
+    "precision", "separated", "max_rounds", "max_seconds", "batch_done", "placement_floor")
+FIXED = "fixed_rounds"
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a batch stops adding rounds (``tgt collect --target-precision`` and caps)."""
+
+    target_precision: float = 0.01     # CI half-width relative to the ratio
+    min_rounds: int = 8                # no CI is trusted before this many rounds
+    max_rounds: int = 100
+    max_seconds_per_config: float = 10.0
+    confidence: float = 0.95
+    # Stopping is looked at only every ×1.5 rounds, and separation needs this stricter CI:
+    # checking a 95% CI every round would claim ~1 in 4 equal configs "different" somewhere
+    # over 60 rounds (Bonferroni over the ~5 looks; measured ~3% on synthetic A/A batches).
+    separation_confidence: float = 0.995
+    look_growth: float = 1.5
+    # Identical programs loaded twice run at persistently different speeds (code and buffer
+    # placement: ~1% SD measured on resnet18 A/A copies), so every config and the default are
+    # loaded ``copies`` times and rounds rotate through the copies; the spread between copies
+    # enters every CI, and rounds stop once it dominates ("placement_floor").
+    copies: int = 4
+    floor_share: float = 0.25
+
+    def is_look(self, rounds: int) -> bool:
+        look = self.min_rounds
+        while look < rounds:
+            look = max(look + 1, math.ceil(look * self.look_growth))
+        return look == rounds
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A config's runtime relative to the default, with its confidence interval."""
+
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+
+    @property
+    def half_width(self) -> float:
+        """Half the CI width relative to the ratio (0.01 = ±1%)."""
+        return (self.high - self.low) / 2 / self.ratio if self.ratio > 0 else math.inf
+
+    def excludes(self, value: float) -> bool:
+        return value < self.low or value > self.high
+
+    def disjoint(self, other: tuple[float, float]) -> bool:
+        return self.high < other[0] or self.low > other[1]
+
+
+def trimmed_stats(values: Sequence[float], trim: float = TRIM) -> tuple[float, float, int]:
+    """(trimmed mean, its standard error, degrees of freedom) by Yuen's method (winsorized
+    variance); fewer than 3 values give an infinite standard error."""
+    x = np.sort(np.asarray(values, dtype=np.float64))
+    n = x.size
+    if n == 0:
+        return math.nan, math.inf, 0
+    g = math.floor(trim * n)
+    center = float(x[g:n - g].mean())
+    h = n - 2 * g
+    if n < 3 or h < 2:
+        return center, math.inf, 0
+    w = x.copy()
+    w[:g] = x[g]
+    w[n - g:] = x[n - g - 1]
+    sw2 = float(w.var(ddof=1))
+    return center, math.sqrt((n - 1) * sw2 / (h * (h - 1))), h - 1
+
+
+def trimmed_ci(values: Sequence[float], confidence: float = 0.95,
+               trim: float = TRIM) -> tuple[float, float, float]:
+    """(trimmed mean, low, high) of ``values``: Yuen's trimmed t interval."""
+    center, se, df = trimmed_stats(values, trim)
+    if not df:
+        return center, -math.inf, math.inf
+    t = float(stats.t.ppf(0.5 + confidence / 2, df))
+    return center, center - t * se, center + t * se
+
+
+def ratio_of(log_ratios: Sequence[float], confidence: float = 0.95) -> Ratio:
+    center, low, high = trimmed_ci(log_ratios, confidence)
+    return Ratio(math.exp(center), math.exp(low) if low > -math.inf else 0.0,
+                 math.exp(high) if high < math.inf else math.inf, len(log_ratios))
+
+
+@dataclass
+class Placement:
+    """Pooled between-copy variance of log-ratios (placement effects), kept across batches."""
+
+    items: list[tuple[float, float]] = field(default_factory=list)  # (s², mean copy se²)
+
+    def variance(self, extra: Sequence[tuple[float, float]] = ()) -> float:
+        pool = [*self.items, *extra]
+        return max(0.0, float(np.mean([s2 - v for s2, v in pool]))) if pool else 0.0
+
+
+def copy_spread(log_ratios: Sequence[float], copies: Sequence[int]) -> tuple[float, float] | None:
+    """(variance of the per-copy means, mean squared se of a copy mean) of one item, or None
+    with fewer than two copies of ≥ 5 rounds each (fewer make a wild estimate)."""
+    groups: dict[int, list[float]] = {}
+    for value, copy in zip(log_ratios, copies, strict=True):
+        groups.setdefault(copy, []).append(value)
+    stats_ = [trimmed_stats(g) for g in groups.values() if len(g) >= 5]
+    if len(stats_) < 2:
+        return None
+    means = [m for m, _, _ in stats_]
+    return float(np.var(means, ddof=1)), float(np.mean([se ** 2 for _, se, _ in stats_]))
+
+
+@dataclass
+class PairedBatch:
+    """Per-run sample times (ns) and per-round log-ratios of one timed batch."""
+
+    default_ns: list[float] = field(default_factory=list)
+    config_ns: list[list[float]] = field(default_factory=list)
+    log_ratios: list[list[float]] = field(default_factory=list)
+    copy_of: list[list[int]] = field(default_factory=list)  # which loaded copy, per round
+    seconds: list[float] = field(default_factory=list)   # timed seconds charged per config
+    stop_reason: list[str | None] = field(default_factory=list)
+    rounds: int = 0
+    placement_var: float = 0.0   # pooled between-copy variance used by the CIs
+    default_copies: int = 1
+
+    def spread(self, i: int) -> tuple[float, float] | None:
+        return copy_spread(self.log_ratios[i], self.copy_of[i])
+
+    def parts(self, i: int) -> tuple[float, float, float, int]:
+        """(center, round se², placement variance of the estimate, df) of config ``i``."""
+        center, se, df = trimmed_stats(self.log_ratios[i])
+        copies = len(set(self.copy_of[i])) or 1
+        return center, se ** 2, self.placement_var * (1 / copies + 1 / self.default_copies), df
+
+    def ratio(self, i: int, confidence: float = 0.95) -> Ratio:
+        center, se2, place, df = self.parts(i)
+        if not df or math.isinf(se2):
+            return Ratio(math.exp(center) if math.isfinite(center) else 1.0, 0.0, math.inf,
+                         len(self.log_ratios[i]))
+        half = float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(se2 + place)
+        return Ratio(math.exp(center), math.exp(center - half), math.exp(center + half),
+                     len(self.log_ratios[i]))
+
+
+def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
+                      control: set[int]) -> bool:
+    """Config ``i``'s CI excludes 1.0 (the default) and the CIs ranked just below/above it."""
+    mine = estimates[i]
+    if not mine.excludes(1.0):
+        return False
+    others = [(r.ratio, (r.low, r.high)) for j, r in enumerate(estimates)
+              if j != i and j not in control]
+    others += [(math.sqrt(lo * hi) if lo > 0 else hi, (lo, hi)) for lo, hi in context]
+    below = [o for o in others if o[0] <= mine.ratio]
+    above = [o for o in others if o[0] > mine.ratio]
+    near = ([max(below, key=lambda o: o[0])] if below else []) + \
+           ([min(above, key=lambda o: o[0])] if above else [])
+    return all(mine.disjoint(ci) for _, ci in near)
+
+
+def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
+                rule: StopRule, context: Sequence[tuple[float, float]] = (),
+                control: Sequence[int] = (), adaptive: bool = True,
+                placement: Placement | None = None) -> PairedBatch:
+    """Time ``count`` configs against the default in paired rounds until ``rule`` stops them.
+
+    ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``,
+    ``2 × rule.copies`` copies: it is sampled most) or of config ``i`` (``rule.copies``) and
+    returns (ns per run, seconds the sample took).
+    Config copies rotate by round; default copies follow a fixed pseudo-random sequence, so no
+    config is always paired with the same default copy. ``context`` holds the CIs of this
+    graph's configs finished earlier (rank neighbours); ``control`` indices (A/A copies of the
+    default) are timed every round while any other config is active and never stop a batch
+    early. ``placement`` pools the between-copy spread across the batches of a graph (it is
+    updated here). Without ``adaptive`` every config runs ``max_rounds``.
+    """
+    placement = placement if placement is not None else Placement()
+    batch = PairedBatch(config_ns=[[] for _ in range(count)],
+                        log_ratios=[[] for _ in range(count)],
+                        copy_of=[[] for _ in range(count)], seconds=[0.0] * count,
+                        stop_reason=[None] * count, default_copies=2 * max(1, rule.copies))
+    copies = max(1, rule.copies)
+    pick = random.Random(count * 1009 + len(context))
+    controls = set(control)
+    active = list(range(count))
+    # Controls wait for the configs; in a control-only batch they are the configs.
+    waiting = set() if controls >= set(active) else controls
+
+    def default() -> tuple[float, float]:
+        ns, secs = sample(-1, pick.randrange(batch.default_copies))
+        batch.default_ns.append(ns)
+        return ns, secs
+
+    while active and any(i not in waiting for i in active):
+        r = batch.rounds
+        order = active[r % len(active):] + active[:r % len(active)]
+        if r % 2:
+            order.reverse()
+        before, before_s = default()
+        for start in range(0, len(order), BLOCK):
+            block = order[start:start + BLOCK]
+            timed = [(i, *sample(i, r % copies)) for i in block]
+            after, after_s = default()
+            share = (before_s + after_s) / 2 / len(block)
+            for pos, (i, c_ns, c_s) in enumerate(timed):
+                # Each config sample against ONE adjacent default sample (the first of a
+                # block against the one before, the second against the one after; a lone
+                # config alternates): config and default noise then have the same
+                # distribution, so an A/A log-ratio is symmetric about 0 and its trimmed mean
+                # unbiased even for skewed (preemption) noise. Averaging two defaults would
+                # make the default side less skewed and bias every ratio below 1.
+                first = pos == 0 and (len(timed) > 1 or r % 2 == 0)
+                ref = before if first else after
+                batch.config_ns[i].append(c_ns)
+                batch.log_ratios[i].append(math.log(c_ns) - math.log(ref))
+                batch.copy_of[i].append(r % copies)
+                batch.seconds[i] += c_s + share
+            before, before_s = after, after_s
+        batch.rounds += 1
+        current = [x for x in (batch.spread(i) for i in range(count)) if x is not None]
+        batch.placement_var = placement.variance(current)
+        active = _still_active(batch, active, rule, context, waiting, controls, adaptive)
+    for i in range(count):
+        if batch.stop_reason[i] is None:
+            batch.stop_reason[i] = BATCH_DONE
+    placement.items.extend(x for x in (batch.spread(i) for i in range(count)) if x is not None)
+    return batch
+
+
+def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
+                  context: Sequence[tuple[float, float]], waiting: set[int],
+                  controls: set[int], adaptive: bool) -> list[int]:
+    look = adaptive and rule.is_look(batch.rounds)
+    strict = [batch.ratio(i, rule.separation_confidence) if batch.log_ratios[i]
+              else Ratio(1.0, 0.0, math.inf, 0) for i in range(len(batch.log_ratios))] \
+        if look else []
+    keep = []
+    for i in active:
+        reason = None
+        if i in waiting:
+            pass
+        elif not adaptive:
+            reason = FIXED if batch.rounds >= rule.max_rounds else None
+        elif look and batch.ratio(i, rule.confidence).half_width <= rule.target_precision:
+            reason = PRECISION
+        elif look and i not in controls and _neighbours_clear(i, strict, context, controls):
+            reason = SEPARATED
+        elif look and batch.rounds >= 5 * rule.copies and _floor_reached(batch, i, rule):
+            reason = PLACEMENT_FLOOR
+        elif batch.rounds >= rule.max_rounds:
+            reason = MAX_ROUNDS
+        elif batch.seconds[i] >= rule.max_seconds_per_config:
+            reason = MAX_SECONDS
+        if reason is None:
+            keep.append(i)
+        else:
+            batch.stop_reason[i] = reason
+    return keep
+
+
+def _floor_reached(batch: PairedBatch, i: int, rule: StopRule) -> bool:
+    """More rounds cannot tighten the CI much: the copies' placement spread dominates it."""
+    _, se2, place, _ = batch.parts(i)
+    return place > 0 and se2 <= rule.floor_share * place
+
+
+def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_000) -> int:
+    """Runs per sample so one sample lasts ≥ ``min_sample_ns`` (from a few timed runs)."""
+    times = []
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        run()
+        times.append(time.perf_counter_ns() - start)
+    one = max(1, sorted(times)[2])
+    k = max(1, math.ceil(min_sample_ns / one))
+    if k > 1:  # a second look with k runs: single runs overstate per-run cost (launch)
+        start = time.perf_counter_ns()
+        for _ in range(k):
+            run()
+        per = max(1, (time.perf_counter_ns() - start) / k)
+        k = max(k, math.ceil(min_sample_ns / per))
+    return min(k, max_k)
+
+
+def timed_sample(run: Callable[[], object], k: int) -> tuple[float, float]:
+    """(ns per run, seconds) of ``k`` back-to-back runs, after one untimed run when k > 1.
+
+    The untimed run pays for switching programs (code and buffers back in cache): without
+    it the default, sampled most often, looked ~0.7% faster than an identical copy of itself
+    (resnet18 tiny, 0.4 ms runs). A program that needs k = 1 runs ≥ ``--min-sample-ms`` alone,
+    which dwarfs the switch; priming it would double its cost (resnet50@112: 115 ms a run).
+    """
+    if k > 1:
+        run()
+    start = time.perf_counter_ns()
+    for _ in range(k):
+        run()
+    total = time.perf_counter_ns() - start
+    return total / k, total / 1e9
