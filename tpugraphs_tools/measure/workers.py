@@ -106,12 +106,6 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             return  # the parent starts a fresh worker for the next job
 
 
-def client_of(spec: SessionSpec) -> Any:
-    import jax
-
-    return jax.devices(spec.backend)[0].client
-
-
 def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec, k: int,
                   context: Any, placement: Any, waiting: list[int]) -> list[dict[str, Any]]:
     """Time ``runs`` against ``reference`` in paired rounds; each is a list of loaded copies
