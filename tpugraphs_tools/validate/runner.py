@@ -216,7 +216,8 @@ class _GraphFiles:
                       False, self.max_array_bytes, tuple(pre.findings), graph_id)
 
     def check(self, graph_ids: list[str], refs: dataset_rows.ConfigRefs) -> None:
-        todo = [g for g in graph_ids if g not in self.done and g in self.rows]
+        todo = sorted((g for g in graph_ids if g not in self.done and g in self.rows),
+                      key=lambda g: self.rows[g][0])  # graphs-table order: deterministic
         self.done.update(todo)
         for result in self.pool.map(run_npz_job, (self._job(g) for g in todo)):
             if self.report.full:
