@@ -74,7 +74,7 @@ def test_noop_crash_duplicate_and_real_configs(convnet_source):
 def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source):
     src = convnet_source
     _, configs = _explicit_configs(src.module)
-    opts = LayoutOptions(configs=3, warmup=0, timeout_s=8, faults={1: "hang", 2: "raise"},
+    opts = LayoutOptions(configs=3, warmup=0, timeout_s=15, faults={1: "hang", 2: "raise"},
                          min_sample_ms=1, max_rounds=8)
     result = collect_layout_configs(src.text, src.module, opts,
                                     configs=[configs[0], configs[2], configs[5]])
