@@ -212,7 +212,7 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
     for graph_id, s in summaries.items():
         status = s["status"]
         errors = {k: v for k, v in status.items()
-                  if k not in ("ok", "noop", "duplicate", "control")}
+                  if k not in ("ok", "noop", "duplicate", "control", "repeat")}
         detail = ", ".join(f"{k} {v}" for k, v in errors.items())
         best = f"{1 / s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
         worst = f"{s['worst_slowdown']:.3f}×" if s["worst_slowdown"] else "-"

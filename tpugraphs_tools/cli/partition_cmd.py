@@ -61,4 +61,4 @@ def partition(data: str, segments: int | None, max_segment_nodes: int | None, me
                       f"{row['seconds']:.3f}")
     console.print(table)
     console.print(f"[green]✓[/] {len(results)} graphs → partitions/{name}/ "
-                  f"(table partitions.parquet)")
+                  f"(table partitions)")
