@@ -66,9 +66,9 @@ def test_elided_constants_are_stored_as_the_text_not_a_filled_proto(tmp_path: Pa
 
 def test_datasets_with_a_stored_proto_still_read_back(tmp_path: Path, tiny_hlo: str) -> None:
     """Older collections stored ``.hlo.pb``: Dataset.hlo_text prints it through XLA."""
-    from jax._src.lib import xla_client
+    from tpugraphs_tools._xla_compat import hlo_bindings
 
-    proto = xla_client.hlo.hlo_module_from_text(tiny_hlo).as_serialized_hlo_module_proto()
+    proto = hlo_bindings().hlo_module_from_text(tiny_hlo).as_serialized_hlo_module_proto()
     src = from_file(write_pb(tmp_path / "tiny.pb", proto))
     ds = Dataset.open(tmp_path / "d", create=True)
     write_graphs(ds, [collect_source(src, program="tiny", program_args={})])

@@ -74,10 +74,10 @@ def test_text_file_matches_from_lowered_and_is_stored_as_its_own_text(lowered,
     assert src.proto is None  # no proto re-serialized from text: it would fill constants
     assert stored_hlo(src) == (path.read_bytes(), ".hlo.txt")
     assert_same_arrays(from_lowered(lowered, origin="net"), src)
-    from jax._src.lib import xla_client
+    from tpugraphs_tools._xla_compat import hlo_bindings
 
     again = tmp_path / "again.pb"
-    again.write_bytes(xla_client.hlo.hlo_module_from_text(src.text)
+    again.write_bytes(hlo_bindings().hlo_module_from_text(src.text)
                       .as_serialized_hlo_module_proto())
     assert_same_arrays(src, from_file(again))
 

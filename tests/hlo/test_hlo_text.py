@@ -447,9 +447,9 @@ ENTRY main {
       to_apply=add_f32
 }
 """
-    from jax._src.lib import xla_client
+    from tpugraphs_tools._xla_compat import hlo_bindings
 
-    xla_client.hlo.hlo_module_from_text(odd)  # XLA accepts it
+    hlo_bindings().hlo_module_from_text(odd)  # XLA accepts it
     module = parse_hlo_text(odd)
     assert summary(module) == STYLES_EXPECTED
     assert module.header == {"entry_computation_layout": "{(f32[2,3]{1,0})->f32[2]{0}}"}
