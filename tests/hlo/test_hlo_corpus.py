@@ -17,7 +17,7 @@ from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.features.opcodes import OPCODE_IDS
 from tpugraphs_tools.hlo import Module, from_file, parse_hlo_text
-from tpugraphs_tools.hlo.opcodes import XLA_OPCODES
+from tpugraphs_tools.hlo.opcodes import NEWER_OPCODES, XLA_OPCODES
 
 CORPUS = Path(__file__).parent / "corpus"
 VALID = sorted(CORPUS.glob("*.hlo"))
@@ -76,7 +76,9 @@ def keyed_features(module: Module) -> tuple[dict, list]:
 @needs_introspection
 def test_opcode_table_is_the_installed_xla_one() -> None:
     members = [getattr(hlo().HloOpcode, m) for m in dir(hlo().HloOpcode) if m.startswith("k")]
-    assert {opcode_text(m) for m in members} == XLA_OPCODES
+    installed = {opcode_text(m) for m in members}
+    assert installed <= XLA_OPCODES  # every opcode this XLA parses is known to tgt
+    assert XLA_OPCODES - installed <= NEWER_OPCODES  # the rest: from newer supported jaxlibs
 
 
 @needs_introspection

@@ -12,8 +12,10 @@ from tpugraphs_tools.features.opcodes import OPCODE_NAMES
 _REMOVED = frozenset({"unknown", "trace", "tuple-select"})
 _ADDED = ("acos", "acosh", "asin", "asinh", "atanh", "cosh", "sinh", "erf", "mulhi", "topk",
           "collective-broadcast", "ragged-all-to-all", "ragged-dot", "scaled-dot", "scan")
+# Opcodes newer jaxlib releases of the supported range know (0.12); older ones refuse them.
+NEWER_OPCODES = frozenset({"collective-reduce", "exp2", "log2", "shuffle"})
 XLA_OPCODES: frozenset[str] = frozenset(n for n in OPCODE_NAMES if n not in _REMOVED) | \
-    frozenset(_ADDED)
+    frozenset(_ADDED) | NEWER_OPCODES
 
 # Start/done pairs that are opcodes of their own; every other ``<op>-start``/``-update``/
 # ``-done`` is XLA's shorthand for async-start/-update/-done wrapping ``<op>``.
