@@ -24,7 +24,7 @@ from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.parallel import ordered_map
 from tpugraphs_tools.publish._npz import read_official_npz
 from tpugraphs_tools.publish._official import TreeEntry, conform, num_configs, parse_tree_path
-from tpugraphs_tools.publish._provenance import entry_key, matching, read_provenance
+from tpugraphs_tools.publish._provenance import applies, entry_key, read_provenance
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset, make_graph_id
 from tpugraphs_tools.store.schema import to_arrow_table
@@ -176,7 +176,7 @@ def prepare(job: tuple[Path, TreeEntry, str | None, Path, dict[str, Any] | None]
     arrays, extra = read_official_npz(tree / entry.rel, entry.collection)
     conform(arrays, entry.collection, str(tree / entry.rel))  # exportable as it is
     fingerprint = arrays_fingerprint(arrays)
-    origin = matching({entry_key(entry): recorded}, entry, fingerprint) if recorded else None
+    origin = applies(recorded, fingerprint)
     row = graph_row(entry, arrays, fingerprint, backend, origin)
     rows = [{**r, "graph_id": row["graph_id"]} for r in config_rows(entry, arrays, origin)]
     npz = scratch / f"{uuid.uuid4().hex}.npz"

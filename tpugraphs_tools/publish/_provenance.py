@@ -63,10 +63,8 @@ def read_provenance(tree: Path) -> dict[Key, dict[str, Any]]:
     return out
 
 
-def matching(provenance: dict[Key, dict[str, Any]], entry: TreeEntry,
-             arrays_sha256: str) -> dict[str, Any] | None:
-    """The entry for this file if its arrays are the ones exported."""
-    info = provenance.get(entry_key(entry))
+def applies(info: dict[str, Any] | None, arrays_sha256: str) -> dict[str, Any] | None:
+    """A file's recorded entry, if its arrays are still the ones exported (else ``None``)."""
     if info is None or info.get("arrays_sha256") != arrays_sha256:
         return None
     return info
