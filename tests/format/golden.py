@@ -1,0 +1,111 @@
+"""Byte-level fingerprint of ``tgt export`` and ``tgt publish`` on the publish tests' dataset.
+
+Run as a script to (re)write ``data/export_golden.json``; the test compares a fresh export with
+it, which proves a refactor left every written byte as it was. npz files are zips whose entries
+carry the write time, so an npz is fingerprinted by its members (name and sha256 of each
+``.npy`` payload, in order); every other file by its bytes. ``tgt publish`` stamps today's date
+into the card and croissant.json and their checksums, so those three are recorded with the date
+replaced by a placeholder. The dataset is built with the store's clock frozen.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import importlib.util
+import json
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+GOLDEN = Path(__file__).parent / "data" / "export_golden.json"
+_CONFTEST = Path(__file__).resolve().parents[1] / "publish" / "conftest.py"
+_DATED = ("README.md", "croissant.json", "SHA256SUMS")
+
+
+FROZEN_TIME = "2026-01-01T00:00:00+00:00"
+
+
+def build_dataset(root: Path) -> Path:
+    """The publish tests' dataset (jax lowering and featurizing, no XLA compile), with the
+    store's clock frozen so its ``created_at`` stamps (published columns) are the same each run."""
+    from tpugraphs_tools.store import dataset as store_dataset
+    from tpugraphs_tools.store import manifest as store_manifest
+
+    spec = importlib.util.spec_from_file_location("_publish_conftest", _CONFTEST)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    clocks = (store_dataset.now, store_manifest.now)
+    store_dataset.now = store_manifest.now = lambda: FROZEN_TIME  # type: ignore[assignment]
+    try:
+        return module.build_dataset(root)
+    finally:
+        store_dataset.now, store_manifest.now = clocks
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fingerprint(tree: Path) -> dict[str, Any]:
+    """rel path → sha256 of the bytes, or, for a zip, [[member, sha256], ...] in zip order."""
+    today = _dt.date.today().isoformat().encode()
+    out: dict[str, Any] = {}
+    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
+        rel = path.relative_to(tree).as_posix()
+        if zipfile.is_zipfile(path) and path.suffix == ".npz":
+            with zipfile.ZipFile(path) as zf:
+                out[rel] = [[i.filename, _digest(zf.read(i))] for i in zf.infolist()]
+            continue
+        data = path.read_bytes()
+        if path.name in _DATED:
+            data = data.replace(today, b"<today>")
+        out[rel] = _digest(data)
+    return out
+
+
+def jax_version() -> str:
+    """The lowering (and so every graph byte) depends on jax: the golden holds for one version."""
+    import jax
+
+    return str(jax.__version__)
+
+
+def _run(args: list[str]) -> None:
+    from tpugraphs_tools.cli import main
+
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    if result.exit_code != 0:
+        raise RuntimeError(f"tgt {' '.join(args)} failed: {result.output}")
+
+
+def exports(work: Path, data: Path | None = None) -> dict[str, Any]:
+    """Fingerprints of ``tgt export`` (two seeds/ratios) and ``tgt publish`` of the dataset."""
+    data = data or build_dataset(work / "data")
+    runs = {
+        "export": ["export", str(data), "--out", str(work / "export")],
+        "export-fingerprint": ["export", str(data), "--out", str(work / "export-fp"),
+                               "--split-by", "fingerprint", "--seed", "3",
+                               "--ratios", "0.5,0.25,0.25"],
+        "publish": ["publish", str(data), "--out", str(work / "publish"), "--name", "golden",
+                    "--license", "cc-by-4.0"],
+    }
+    out: dict[str, Any] = {}
+    for name, args in runs.items():
+        _run(args)
+        out[name] = fingerprint(Path(args[args.index("--out") + 1]))
+    return out
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result = {"jax": jax_version(), **exports(Path(tmp))}
+    GOLDEN.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN}: " + ", ".join(f"{k} {len(v)} files" for k, v in result.items() if k != "jax"),
+          file=sys.stderr)
