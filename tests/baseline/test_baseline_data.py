@@ -13,7 +13,7 @@ from tpugraphs_tools.baseline.data import (
     iter_graphs,
     open_source,
 )
-from tpugraphs_tools.baseline.splits import assign_splits
+from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.synthetic import layout_graph, tile_graph, write_synthetic_dataset
 
 
@@ -61,7 +61,7 @@ def test_tpugraphs_tree_source(tmp_path: Path) -> None:
 
 def _split(programs: list[str], seed: int) -> dict[str, str]:
     infos = [GraphInfo(f"g-{p}", "layout", "layout", p, None) for p in programs]
-    return {i.program: i.split for i in assign_splits(infos, seed)[0]}
+    return {i.program: i.split for i in split_graph_infos(infos, seed)[0]}
 
 
 def test_program_splits_are_disjoint_and_seeded() -> None:
@@ -74,7 +74,7 @@ def test_program_splits_are_disjoint_and_seeded() -> None:
     assert sorted(three.values()) == ["test", "train", "valid"]
     assert _split(["only"], seed=0) == {"only": "train"}
     infos = [GraphInfo(f"g{i}", "layout", "layout", f"p{i % 4}", None) for i in range(12)]
-    split, how, conflicts = assign_splits(infos, seed=1)
+    split, how, conflicts = split_graph_infos(infos, seed=1)
     assert how == "by-program(seed=1, 0.8/0.1/0.1)" and not conflicts
     by_program: dict[str, set] = {}
     for info in split:
@@ -86,8 +86,8 @@ def test_dataset_splits_win_and_their_program_follows() -> None:
     infos = [GraphInfo("a", "layout", "layout", "p", "test"),
              GraphInfo("a2", "layout", "layout", "p", None),
              GraphInfo("b", "layout", "layout", "q", None)]
-    kept, how, _ = assign_splits(infos, seed=0)
+    kept, how, _ = split_graph_infos(infos, seed=0)
     assert how == "dataset + by-program(seed=0, 0.8/0.1/0.1)"
     assert {i.graph_id: i.split for i in kept} == {"a": "test", "a2": "test", "b": "train"}
-    only, how, _ = assign_splits(infos[:1], seed=0)
+    only, how, _ = split_graph_infos(infos[:1], seed=0)
     assert how == "dataset" and only[0].split == "test"

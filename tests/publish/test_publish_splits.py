@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import group_quotas
 from tpugraphs_tools.publish import assign_splits, parse_ratios
-from tpugraphs_tools.publish._splits import group_quotas
 
 
 def _graphs(programs: list[str], splits: list[str | None] | None = None) -> pl.DataFrame:

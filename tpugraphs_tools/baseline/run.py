@@ -32,12 +32,12 @@ from tpugraphs_tools.baseline.prepare import (
     load_raw,
 )
 from tpugraphs_tools.baseline.report import versions
-from tpugraphs_tools.baseline.splits import assign_splits
+from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 from tpugraphs_tools.baseline.trivial import trivial_metrics
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import DEFAULT_RATIOS
 from tpugraphs_tools.partition import dense_relabel, load_partition, partition_graph
-from tpugraphs_tools.publish._splits import DEFAULT_RATIOS
 
 Progress = Callable[[str], None]
 EVAL_SPLITS = ("valid", "test")
@@ -236,7 +236,7 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
                    progress: Progress | None = None) -> dict[str, Any]:
     """Every evaluation this collection allows: by program (≥ 2 splits with programs) and
     within each graph (held-out configs); NothingToScore when neither ranks anything."""
-    infos, split_method, conflicts = assign_splits(infos, opts.train.seed)
+    infos, split_method, conflicts = split_graph_infos(infos, opts.train.seed)
     raws, notes = load_collection(source, infos, opts, progress)
     notes = conflicts + notes
     name = infos[0].collection if infos else "?"

@@ -1,4 +1,4 @@
-"""Train/valid/test for the baseline: the one split policy of ``tgt export`` (publish/_splits).
+"""Train/valid/test for the baseline: the one split policy of ``tgt export`` (``format``).
 
 Graphs are split **by program** (seeded, 80/10/10 of the distinct programs, like TpuGraphs'
 published folders), so held-out numbers measure generalisation to unseen programs. Splits
@@ -12,15 +12,14 @@ import dataclasses
 import polars as pl
 
 from tpugraphs_tools.baseline.data import GraphInfo
-from tpugraphs_tools.publish._splits import DEFAULT_RATIOS
-from tpugraphs_tools.publish._splits import assign_splits as plan_splits
+from tpugraphs_tools.format import DEFAULT_RATIOS, assign_splits
 
 
 def ratio_text(ratios: tuple[float, float, float]) -> str:
     return "/".join(f"{r:g}" for r in ratios)
 
 
-def assign_splits(infos: list[GraphInfo], seed: int,
+def split_graph_infos(infos: list[GraphInfo], seed: int,
                   ratios: tuple[float, float, float] = DEFAULT_RATIOS
                   ) -> tuple[list[GraphInfo], str, list[str]]:
     """Infos with a split each, how it was decided, and conflicts (a program whose stored
@@ -31,7 +30,7 @@ def assign_splits(infos: list[GraphInfo], seed: int,
                           "split": [i.split for i in infos]},
                          schema={"graph_id": pl.String, "program": pl.String,
                                  "split": pl.String})
-    plan = plan_splits(frame, by="program", seed=seed, ratios=ratios)
+    plan = assign_splits(frame, by="program", seed=seed, ratios=ratios)
     stored = sum(i.split is not None for i in infos)
     by_program = f"by-program(seed={seed}, {ratio_text(ratios)})"
     method = ("dataset" if stored == len(infos) else by_program if stored == 0

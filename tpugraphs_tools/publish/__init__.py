@@ -1,5 +1,12 @@
 """Publishing: the official TpuGraphs tree (export/import), HF/Croissant datasets, reports."""
 
+from tpugraphs_tools.format import (
+    DEFAULT_RATIOS,
+    SPLIT_BY,
+    SplitPlan,
+    assign_splits,
+    parse_ratios,
+)
 from tpugraphs_tools.publish._export import ExportResult, FilePlan, export_tpugraphs, plan_export
 from tpugraphs_tools.publish._import import (
     ImportResult,
@@ -11,13 +18,6 @@ from tpugraphs_tools.publish._official import KEYS, SPLITS, TreeEntry, parse_tre
 from tpugraphs_tools.publish._publish import PublishResult, dataset_name, publish_dataset
 from tpugraphs_tools.publish._report import ReportResult, write_report
 from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
-from tpugraphs_tools.publish._splits import (
-    DEFAULT_RATIOS,
-    SPLIT_BY,
-    SplitPlan,
-    assign_splits,
-    parse_ratios,
-)
 
 __all__ = [
     "DEFAULT_RATIOS", "KEYS", "SPLITS", "SPLIT_BY", "ExportResult", "FilePlan", "ImportResult",

@@ -16,10 +16,16 @@ import polars as pl
 
 from tpugraphs_tools import __version__
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import (
+    DEFAULT_RATIOS,
+    LAYOUT_SOURCES,
+    SplitPlan,
+    assign_splits,
+    collection_of,
+)
 from tpugraphs_tools.publish._import import arrays_fingerprint
 from tpugraphs_tools.publish._npz import write_npz
 from tpugraphs_tools.publish._official import (
-    LAYOUT_SOURCES,
     check_name,
     conform,
     num_configs,
@@ -28,7 +34,6 @@ from tpugraphs_tools.publish._official import (
     tree_path,
 )
 from tpugraphs_tools.publish._provenance import record, write_provenance
-from tpugraphs_tools.publish._splits import DEFAULT_RATIOS, SplitPlan, assign_splits
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset
 
@@ -110,10 +115,11 @@ def plan_export(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame, spli
         collection = row["collection"]
         split = splits.splits[graph_id]
         name = output_name(row)
-        graph_source = source or (origin.source if origin and collection == "layout" else "xla")
+        spec = collection_of(collection)
+        graph_source = source or (origin.source if origin and spec.has_search else "xla")
         fallback = origin.search if origin and origin.search else "default"
-        groups = ({None: None} if collection == "tile"
-                  else search_groups(by_graph.get(graph_id, {}), fallback))
+        groups = (search_groups(by_graph.get(graph_id, {}), fallback) if spec.has_search
+                  else {None: None})
         referenced = sum(len(r) for r in groups.values() if r is not None)
         if len(groups) > 1 and referenced < config_counts[graph_id]:
             warnings.append(f"graph {graph_id}: {config_counts[graph_id] - referenced} npz "

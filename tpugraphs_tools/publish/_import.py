@@ -21,9 +21,10 @@ import numpy as np
 import pyarrow as pa
 
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import TreeEntry, collection_of, parse_tree_path
 from tpugraphs_tools.parallel import ordered_map
 from tpugraphs_tools.publish._npz import read_official_npz
-from tpugraphs_tools.publish._official import TreeEntry, conform, num_configs, parse_tree_path
+from tpugraphs_tools.publish._official import conform, num_configs
 from tpugraphs_tools.publish._provenance import applies, entry_key, read_provenance
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset, make_graph_id
@@ -72,10 +73,11 @@ def arrays_fingerprint(arrays: dict[str, np.ndarray]) -> str:
 def default_row(arrays: dict[str, np.ndarray], collection: str) -> int | None:
     """Index of the compiler-default config, if the file has one: every layout feature −1,
     or (tile, tgt's encoding) an all-zero ``config_feat``."""
-    feat = arrays["node_config_feat" if collection == "layout" else "config_feat"]
+    spec = collection_of(collection)
+    feat = arrays[spec.config_feat_key]
     if feat.shape[0] == 0:
         return None
-    mark = -1 if collection == "layout" else 0
+    mark = spec.default_feature
     hits = np.flatnonzero((feat.reshape(feat.shape[0], -1) == mark).all(axis=1))
     return int(hits[0]) if hits.size else None
 
@@ -84,22 +86,23 @@ def graph_row(entry: TreeEntry, arrays: dict[str, np.ndarray], fingerprint: str,
               backend: str | None, origin: dict[str, Any] | None = None) -> dict[str, Any]:
     """The graph row; ``origin`` (a tgt export's provenance entry) restores what the npz
     keys cannot carry."""
-    layout = entry.collection == "layout"
+    spec = collection_of(entry.collection)
     row = {
         "graph_id": make_graph_id(entry.stem, fingerprint),
-        "collection": entry.collection,
+        "collection": spec.kind.value,
         "program": entry.stem,
         "program_args": json.dumps({"tree_path": entry.rel}, sort_keys=True),
         "source": "tpugraphs",
         "source_path": entry.rel,
-        "hlo_stage": "unoptimized" if layout else "optimized",
+        "hlo_stage": spec.hlo_stage,
         "fingerprint": fingerprint,
         "backend": backend,
         "device_kind": None,
-        "config_space": "layout" if layout else "tile",
+        "config_space": spec.kind.value,
         "num_nodes": int(arrays["node_feat"].shape[0]),
         "num_edges": int(arrays["edge_index"].shape[0]),
-        "num_configurable": int(arrays["node_config_ids"].shape[0]) if layout else 0,
+        "num_configurable": (int(arrays["node_config_ids"].shape[0]) if spec.has_node_configs
+                             else 0),
         "num_configs": num_configs(arrays, entry.collection),
         "split": entry.split,
     }
@@ -123,8 +126,9 @@ def config_rows(entry: TreeEntry, arrays: dict[str, np.ndarray],
                      else default_row(arrays, entry.collection))
     if first_default is not None and not 0 <= first_default < len(runtime):
         first_default = None
-    if entry.collection == "tile":
-        defaults = arrays["config_runtime_normalizers"].reshape(-1).tolist()
+    normalizer = collection_of(entry.collection).normalizer_key
+    if normalizer is not None:
+        defaults = arrays[normalizer].reshape(-1).tolist()
     else:
         ref = runtime[first_default] if first_default is not None else None
         defaults = [ref] * len(runtime)

@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from tpugraphs_tools.publish._official import SPLITS
+from tpugraphs_tools.format import SPLITS, Kind
 from tpugraphs_tools.publish._shards import Shard
 
 HF_SPLIT = {"train": "train", "valid": "validation", "test": "test"}
@@ -98,8 +98,8 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
     measured = graphs.filter(pl.col("source") != "tpugraphs") if graphs.height else graphs
     collected = set(measured["collection"].to_list()) if measured.height else set()
     timing = [TIMING_COMMON] if collected else []
-    timing += [TIMING_LAYOUT] if "layout" in collected else []
-    timing += [TIMING_TILE] if "tile" in collected else []
+    timing += [TIMING_LAYOUT] if Kind.LAYOUT in collected else []
+    timing += [TIMING_TILE] if Kind.TILE in collected else []
     if "tpugraphs" in sources:
         timing.append(TIMING_IMPORTED)
     return {

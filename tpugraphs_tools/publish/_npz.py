@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.publish._official import KEYS
+from tpugraphs_tools.format import collection_of
 
 
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -19,7 +19,7 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 def read_official_npz(path: Path, collection: str) -> tuple[dict[str, np.ndarray], list[str]]:
     """The official keys of one file, and the names of any other keys (left out)."""
-    wanted = KEYS[collection]
+    wanted = collection_of(collection).official_keys
     try:
         npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:

@@ -1,94 +1,32 @@
-"""The official TpuGraphs npz contract (keys, dtypes, shapes) and the tree's path scheme.
+"""Conforming arrays to the official TpuGraphs contract (the contract itself: ``format``).
 
-Facts from the reference tables (tpugraphs_npz_keys.csv): dtypes are what the tpu_graphs
-extractors emit, not the README's int32s. Export writes exactly these keys; import reads them.
+Export writes exactly the official keys of :mod:`tpugraphs_tools.format`; import reads them.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 import numpy as np
 
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import (
+    LAYOUT_SOURCES,
+    SPLITS,
+    TreeEntry,
+    check_name,
+    collection_of,
+    official_keys_table,
+    parse_tree_path,
+    tree_path,
+)
 
-SPLITS = ("train", "valid", "test")
-LAYOUT_SOURCES = ("xla", "nlp")
-# key -> (dtype, shape with None for a free dim); order is the order files are written in.
-LAYOUT_KEYS: dict[str, tuple[str, tuple[int | None, ...]]] = {
-    "node_feat": ("float32", (None, 140)),
-    "node_opcode": ("uint8", (None,)),
-    "edge_index": ("int64", (None, 2)),
-    "node_config_ids": ("int64", (None,)),
-    "node_config_feat": ("float32", (None, None, 18)),
-    "config_runtime": ("int64", (None,)),
-    "node_splits": ("int64", (1, None)),  # (1, s) as in the published files
-}
-TILE_KEYS: dict[str, tuple[str, tuple[int | None, ...]]] = {
-    "node_feat": ("float32", (None, 140)),
-    "node_opcode": ("uint8", (None,)),
-    "edge_index": ("int64", (None, 2)),
-    "config_feat": ("float32", (None, 24)),
-    "config_runtime": ("int64", (None,)),
-    "config_runtime_normalizers": ("int64", (None,)),
-}
-KEYS = {"layout": LAYOUT_KEYS, "tile": TILE_KEYS}
-# Arrays indexed by config (first axis), per collection.
-CONFIG_KEYS = {"layout": ("node_config_feat", "config_runtime"),
-               "tile": ("config_feat", "config_runtime", "config_runtime_normalizers")}
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-_STEM = re.compile(r"^(?!\.)[^/\\\x00]+$")  # official stems: any single, non-hidden name
+__all__ = ["CONFIG_KEYS", "KEYS", "LAYOUT_SOURCES", "SPLITS", "TreeEntry", "check_counts",
+           "check_name", "conform", "num_configs", "parse_tree_path", "take_configs",
+           "tree_path"]
 
-
-@dataclass(frozen=True)
-class TreeEntry:
-    """Where one file sits in an official tree: what its path components say."""
-
-    rel: str
-    collection: str
-    source: str
-    search: str | None
-    split: str
-    stem: str
-
-
-def tree_path(collection: str, source: str, search: str | None, split: str, name: str) -> str:
-    """``npz/layout/{source}/{search}/{split}/{name}.npz`` or ``npz/tile/xla/{split}/...``."""
-    if collection == "tile":
-        return f"npz/tile/xla/{split}/{name}.npz"
-    return f"npz/layout/{source}/{search}/{split}/{name}.npz"
-
-
-def parse_tree_path(rel: str) -> TreeEntry | None:
-    """Read collection/source/search/split from a path; None if it is not a tree file.
-
-    The nearest ``layout``/``tile`` component anchors the match, so a download unpacked under
-    any prefix (``npz_all/npz/layout/...``) parses the same.
-    """
-    parts = rel.replace("\\", "/").split("/")
-    if not parts[-1].endswith(".npz"):
-        return None
-    stem = parts[-1][: -len(".npz")]
-    for i in range(len(parts) - 2, -1, -1):
-        tail = parts[i + 1:]
-        if parts[i] == "layout" and len(tail) == 4:
-            source, search, split = tail[:3]
-            if _NAME.match(source) and _NAME.match(search) and split in SPLITS:
-                return TreeEntry(rel, "layout", source, search, split, stem)
-        if parts[i] == "tile" and len(tail) == 3:
-            source, split = tail[:2]
-            if _NAME.match(source) and split in SPLITS:
-                return TreeEntry(rel, "tile", source, None, split, stem)
-    return None
-
-
-def check_name(name: str, what: str, stem: bool = False) -> str:
-    """A path component we write must not escape its folder (``stem``: a file stem as found in
-    an official tree, which may hold any character but a separator)."""
-    if not (_STEM if stem else _NAME).match(name):
-        raise DatasetError(f"{what} {name!r} cannot be used as a file or folder name")
-    return name
+# key -> (dtype, shape with None for a free dim) per kind; order is the order files are written.
+KEYS = official_keys_table()
+# Arrays indexed by config (first axis), per kind.
+CONFIG_KEYS = {kind: collection_of(kind).config_keys for kind in KEYS}
 
 
 def conform(arrays: dict[str, np.ndarray], collection: str, where: str) -> dict[str, np.ndarray]:
@@ -98,12 +36,13 @@ def conform(arrays: dict[str, np.ndarray], collection: str, where: str) -> dict[
     given the published files' ``(1, s)`` shape (tgt stores it as ``(s,)``).
     """
     out: dict[str, np.ndarray] = {}
-    for key, (dtype, shape) in KEYS[collection].items():
+    for spec in collection_of(collection).official():
+        key, dtype, shape = spec.key, spec.dtype, spec.official_shape()
         if key not in arrays:
             raise DatasetError(f"{where}: missing key {key!r} needed by a {collection} file")
         arr = np.asarray(arrays[key])
-        if key == "node_splits" and arr.ndim == 1:
-            arr = arr.reshape(1, -1)
+        if spec.written_dims is not None and arr.ndim == len(spec.dims):
+            arr = arr.reshape(1, -1)  # node_splits: tgt stores (s,), official files (1, s)
         if arr.dtype != np.dtype(dtype):
             cast = arr.astype(dtype)
             if cast.shape != arr.shape or not np.array_equal(cast, arr):
@@ -129,10 +68,12 @@ def check_counts(arrays: dict[str, np.ndarray], collection: str, where: str) -> 
     counts = {k: arrays[k].shape[0] for k in CONFIG_KEYS[collection]}
     if len(set(counts.values())) > 1:
         raise DatasetError(f"{where}: config arrays disagree on the number of configs: {counts}")
-    if collection == "layout":
-        nc, got = arrays["node_config_ids"].shape[0], arrays["node_config_feat"].shape[1]
+    kind = collection_of(collection)
+    if kind.per_node_configs:
+        key = kind.config_feat_key
+        nc, got = arrays["node_config_ids"].shape[0], arrays[key].shape[1]
         if nc != got:
-            raise DatasetError(f"{where}: key 'node_config_feat' has {got} configurable nodes "
+            raise DatasetError(f"{where}: key {key!r} has {got} configurable nodes "
                                f"but 'node_config_ids' lists {nc}")
 
 

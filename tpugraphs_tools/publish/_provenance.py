@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.publish._official import TreeEntry, parse_tree_path
+from tpugraphs_tools.format import TreeEntry, parse_tree_path
 
 PROVENANCE = "tgt-provenance.json"
 FORMAT = "tgt-export-provenance/1"

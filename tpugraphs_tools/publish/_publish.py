@@ -18,12 +18,12 @@ from typing import Any
 import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import DEFAULT_RATIOS, SPLITS, assign_splits
 from tpugraphs_tools.publish._card import card_text
 from tpugraphs_tools.publish._croissant import croissant
 from tpugraphs_tools.publish._info import TABLES, PublishInfo, provenance
-from tpugraphs_tools.publish._official import SPLITS, conform
+from tpugraphs_tools.publish._official import conform
 from tpugraphs_tools.publish._shards import DEFAULT_SHARD_BYTES, Shard, ShardWriter
-from tpugraphs_tools.publish._splits import DEFAULT_RATIOS, assign_splits
 from tpugraphs_tools.publish._staging import check_separate, staged_dir, write_checksums
 from tpugraphs_tools.publish._tables import (
     config_tables,

@@ -14,12 +14,20 @@ import numpy as np
 import pyarrow as pa
 
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import (
+    LAYOUT,
+    LAYOUT_CONFIG_WIDTH,
+    NODE_FEATURE_WIDTH,
+    TILE,
+    TILE_CONFIG_WIDTH,
+    collection_of,
+)
 from tpugraphs_tools.store import arrow_schema, load_schema
 
 LOCAL_COLUMNS = ("npz_file", "hlo_file")  # paths inside the tgt dataset: meaningless elsewhere
 GRAPH_ARRAYS: dict[str, tuple[pa.DataType, str]] = {
-    "node_feat": (pa.list_(pa.list_(pa.float32(), 140)),
-                  "float32 [num_nodes, 140]: TpuGraphs node features"),
+    "node_feat": (pa.list_(pa.list_(pa.float32(), NODE_FEATURE_WIDTH)),
+                  f"float32 [num_nodes, {NODE_FEATURE_WIDTH}]: TpuGraphs node features"),
     "node_opcode": (pa.list_(pa.uint8()), "uint8 [num_nodes]: HLO opcode id per node"),
     "edge_index": (pa.list_(pa.list_(pa.int64(), 2)),
                    "int64 [num_edges, 2]: edge [u, v] means u consumes v"),
@@ -34,11 +42,12 @@ CONFIG_EXTRA: dict[str, tuple[pa.DataType, str]] = {
     "program": (pa.string(), "the program of the config's graph"),
 }
 CONFIG_ARRAYS: dict[str, tuple[pa.DataType, str]] = {
-    "node_config_feat": (pa.list_(pa.list_(pa.float32(), 18)),
-                         "float32 [num_configurable, 18]: layout config features (ok layout "
-                         "configs; null otherwise)"),
-    "config_feat": (pa.list_(pa.float32(), 24),
-                    "float32 [24]: tile config features (ok tile configs; null otherwise)"),
+    LAYOUT.config_feat_key: (pa.list_(pa.list_(pa.float32(), LAYOUT_CONFIG_WIDTH)),
+                             f"float32 [num_configurable, {LAYOUT_CONFIG_WIDTH}]: layout config "
+                             "features (ok layout configs; null otherwise)"),
+    TILE.config_feat_key: (pa.list_(pa.float32(), TILE_CONFIG_WIDTH),
+                           f"float32 [{TILE_CONFIG_WIDTH}]: tile config features (ok tile "
+                           "configs; null otherwise)"),
     "config_runtime": (pa.int64(), "int64 ns: the TpuGraphs runtime label (ok configs)"),
     "config_runtime_normalizer": (pa.int64(), "int64 ns: tile runtime normaliser (tile ok "
                                               "configs)"),
@@ -94,9 +103,9 @@ def _as(arr: np.ndarray, dtype: str, width: int | None, where: str) -> np.ndarra
     return arr
 
 
-_GRAPH_DTYPES = {"node_feat": ("float32", 140), "node_opcode": ("uint8", None),
-                 "edge_index": ("int64", 2), "node_splits": ("int64", None),
-                 "node_config_ids": ("int64", None)}
+# key -> (dtype, inner width or None): a graph array's published dtype, from the format.
+_GRAPH_DTYPES = {a.key: (a.dtype, a.dims[1] if len(a.dims) == 2 else None)
+                 for a in LAYOUT.arrays if a.key in GRAPH_ARRAYS}
 
 
 def graph_table(row: dict[str, Any], arrays: dict[str, np.ndarray], split: str) -> pa.Table:
@@ -143,21 +152,23 @@ def _config_arrays(idx: np.ndarray, arrays: dict[str, np.ndarray], collection: s
     picked = idx[valid]
     n = idx.shape[0]
     out = {"config_runtime": _gather(arrays["config_runtime"], idx, valid),
-           "node_config_feat": pa.nulls(n, CONFIG_ARRAYS["node_config_feat"][0]),
-           "config_feat": pa.nulls(n, CONFIG_ARRAYS["config_feat"][0]),
+           LAYOUT.config_feat_key: pa.nulls(n, CONFIG_ARRAYS[LAYOUT.config_feat_key][0]),
+           TILE.config_feat_key: pa.nulls(n, CONFIG_ARRAYS[TILE.config_feat_key][0]),
            "config_runtime_normalizer": pa.nulls(n, pa.int64())}
-    if collection == "layout":
-        feat = np.asarray(arrays["node_config_feat"], np.float32)
+    spec = collection_of(collection)
+    key, width = spec.config_feat_key, spec.config_width
+    if spec.per_node_configs:
+        feat = np.asarray(arrays[key], np.float32)
         nc = feat.shape[1]
         offsets = np.concatenate([[0], np.cumsum(np.where(valid, nc, 0))])
-        out["node_config_feat"] = _nested(feat[picked], 18, offsets, ~valid)
+        out[key] = _nested(feat[picked], width, offsets, ~valid)
     else:
-        full = np.zeros((n, 24), np.float32)
-        full[valid] = np.asarray(arrays["config_feat"], np.float32)[picked]
-        out["config_feat"] = pa.FixedSizeListArray.from_arrays(
-            pa.array(full.reshape(-1)), 24, mask=pa.array(~valid))
-        out["config_runtime_normalizer"] = _gather(arrays["config_runtime_normalizers"], idx,
-                                                   valid)
+        full = np.zeros((n, width), np.float32)
+        full[valid] = np.asarray(arrays[key], np.float32)[picked]
+        out[key] = pa.FixedSizeListArray.from_arrays(
+            pa.array(full.reshape(-1)), width, mask=pa.array(~valid))
+    if spec.normalizer_key is not None:
+        out["config_runtime_normalizer"] = _gather(arrays[spec.normalizer_key], idx, valid)
     return out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.publish._official import SPLITS
+from tpugraphs_tools.format._tree import SPLITS
 
 SPLIT_BY = ("program", "fingerprint")
 DEFAULT_RATIOS = (0.8, 0.1, 0.1)

@@ -1,0 +1,47 @@
+"""The TpuGraphs format in one place: per-kind npz contract, widths, splits, folder scheme.
+
+Export, import, validate, baseline and collect derive from these records; a new collection kind
+is one more :class:`Collection` here.
+"""
+
+from tpugraphs_tools.format._collections import (
+    COLLECTIONS,
+    KINDS,
+    LAYOUT,
+    LAYOUT_CONFIG_WIDTH,
+    LAYOUT_SOURCES,
+    NODE_FEATURE_WIDTH,
+    TILE,
+    TILE_CONFIG_WIDTH,
+    ArraySpec,
+    Collection,
+    Kind,
+    collection_of,
+    detect_kind,
+    official_keys_table,
+)
+from tpugraphs_tools.format._splits import (
+    DEFAULT_RATIOS,
+    SPLIT_BY,
+    SplitPlan,
+    assign_splits,
+    group_quotas,
+    parse_ratios,
+)
+from tpugraphs_tools.format._tree import (
+    SPLITS,
+    TreeEntry,
+    TreeHints,
+    check_name,
+    parse_tree_path,
+    tree_hints,
+    tree_path,
+)
+
+__all__ = [
+    "COLLECTIONS", "DEFAULT_RATIOS", "KINDS", "LAYOUT", "LAYOUT_CONFIG_WIDTH", "LAYOUT_SOURCES",
+    "NODE_FEATURE_WIDTH", "SPLITS", "SPLIT_BY", "TILE", "TILE_CONFIG_WIDTH", "ArraySpec",
+    "Collection", "Kind", "SplitPlan", "TreeEntry", "TreeHints", "assign_splits", "check_name",
+    "collection_of", "detect_kind", "group_quotas", "official_keys_table", "parse_ratios",
+    "parse_tree_path", "tree_hints", "tree_path",
+]
