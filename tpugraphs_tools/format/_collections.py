@@ -42,7 +42,8 @@ class ArraySpec:
     required: bool = True
     official: bool = True            # written to / read from official files
     per_config: bool = False         # first axis is the config axis
-    written_dims: tuple[Dim, ...] | None = None  # official files' shape where tgt's differs
+    # The other shape a file may carry: official files store node_splits as (1, s).
+    written_dims: tuple[Dim, ...] | None = None
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -138,7 +139,7 @@ TILE = Collection(
                   "runtime in ns of the kernel's default config, per config", per_config=True),
         # tgt's tile graphs carry the shared graph keys too; official tile files do not.
         ArraySpec("node_splits", "int64", ("s",), "as layout (tgt files only)",
-                  required=False, official=False),
+                  required=False, official=False, written_dims=(1, "s")),
         ArraySpec("node_config_ids", "int64", ("nc",), "as layout (tgt files only)",
                   required=False, official=False),
     ),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tpugraphs_tools.format import LAYOUT, TILE, collection_of
 from tpugraphs_tools.validate import graph_checks, value_checks
 from tpugraphs_tools.validate.layout_values import LayoutConfigScan, node_ranks
 from tpugraphs_tools.validate.npz_reader import NpzError, NpzReader
@@ -89,15 +90,15 @@ class _FileCheck:
         self._graph(n)
         ranks = self._node_feat(n)
         runtime = self.arrays.get("config_runtime")
-        row_ids = (self._layout_configs(ranks) if self.layout.collection == "layout"
+        spec = collection_of(self.layout.collection)
+        row_ids = (self._layout_configs(ranks) if spec.per_node_configs
                    else self._tile_configs())
         if runtime is not None:
             value_checks.check_runtimes(runtime, self.rel, "config_runtime", self.report,
                                         self.hidden_ok)
             if row_ids is not None and row_ids.shape[0] == runtime.shape[0]:
-                key = "node_config_feat" if self.layout.collection == "layout" else "config_feat"
-                value_checks.check_duplicate_runtimes(row_ids, runtime, self.rel, key,
-                                                      self.report)
+                value_checks.check_duplicate_runtimes(row_ids, runtime, self.rel,
+                                                      spec.config_feat_key, self.report)
         norm = self.arrays.get("config_runtime_normalizers")
         if norm is not None:
             value_checks.check_normalizers(norm, self.rel, self.report, self.hidden_ok)
@@ -141,7 +142,7 @@ class _FileCheck:
         return ranks if ids is not None else None
 
     def _layout_configs(self, ranks: np.ndarray | None) -> np.ndarray | None:
-        member = self.layout.usable.get("node_config_feat")
+        member = self.layout.usable.get(LAYOUT.config_feat_key)
         if member is None:
             return None
         ids = self.arrays.get("node_config_ids")
@@ -157,10 +158,10 @@ class _FileCheck:
         return scan.finish(self.report)
 
     def _tile_configs(self) -> np.ndarray | None:
-        feat = self._read("config_feat")
+        feat = self._read(TILE.config_feat_key)
         if feat is None:
             return None
-        scan = value_checks.FiniteScan(self.rel, "config_feat")
+        scan = value_checks.FiniteScan(self.rel, TILE.config_feat_key)
         scan.update(0, feat)
         scan.finish(self.report)
         if scan.count:

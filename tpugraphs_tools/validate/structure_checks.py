@@ -11,49 +11,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpugraphs_tools.format import COLLECTIONS, ArraySpec, detect_kind
 from tpugraphs_tools.validate.npz_reader import Member, NpzReader
 from tpugraphs_tools.validate.report import Report
 
 MAX_ARRAY_BYTES = 64 << 30
 
 
-@dataclass(frozen=True)
-class Spec:
-    dtype: str
-    dims: tuple[str | int, ...]
-    required: bool = True
-
-    @property
-    def np_dtype(self) -> np.dtype:
-        return _DTYPES[self.dtype]
-
-
-_DTYPES = {name: np.dtype(name) for name in ("float32", "uint8", "int64")}
-
-
-_GRAPH = {
-    "node_feat": Spec("float32", ("n", 140)),
-    "node_opcode": Spec("uint8", ("n",)),
-    "edge_index": Spec("int64", ("m", 2)),
-}
-SPECS: dict[str, dict[str, Spec]] = {
-    "layout": {
-        **_GRAPH,
-        "node_config_ids": Spec("int64", ("nc",)),
-        "node_config_feat": Spec("float32", ("c", "nc", 18)),
-        "config_runtime": Spec("int64", ("c",)),
-        "node_splits": Spec("int64", ("s",)),
-    },
-    "tile": {
-        **_GRAPH,
-        "config_feat": Spec("float32", ("c", 24)),
-        "config_runtime": Spec("int64", ("c",)),
-        "config_runtime_normalizers": Spec("int64", ("c",)),
-        # tgt's tile graphs carry the shared graph keys too; official tile files do not.
-        "node_splits": Spec("int64", ("s",), required=False),
-        "node_config_ids": Spec("int64", ("nc",), required=False),
-    },
-}
+# kind → key → spec, in check order (the contract itself lives in ``format``).
+SPECS: dict[str, dict[str, ArraySpec]] = {kind: spec.specs() for kind, spec in COLLECTIONS.items()}
 _MISMATCH_CHECK = {"n": "graph.node_count_mismatch", "c": "values.config_count_mismatch",
                    "nc": "values.config_count_mismatch"}
 _DIM_NAMES = {"n": "nodes", "m": "edges", "c": "configs", "nc": "configurable nodes"}
@@ -71,12 +37,8 @@ class FileLayout:
 
 def detect_collection(reader: NpzReader) -> str | None:
     """layout vs tile from the keys (for bare directories of npz files)."""
-    keys = set(reader.members) | set(reader.bad_headers)
-    if "node_config_feat" in keys:
-        return "layout"
-    if "config_feat" in keys or "config_runtime_normalizers" in keys:
-        return "tile"
-    return None
+    kind = detect_kind(set(reader.members) | set(reader.bad_headers))
+    return None if kind is None else kind.value
 
 
 def check_structure(reader: NpzReader, rel: str, collection: str, report: Report,
@@ -105,7 +67,7 @@ def check_structure(reader: NpzReader, rel: str, collection: str, report: Report
     return layout
 
 
-def _check_member(member: Member, spec: Spec, rel: str, report: Report,
+def _check_member(member: Member, spec: ArraySpec, rel: str, report: Report,
                   max_array_bytes: int) -> bool:
     """Header-level checks of one member; True if its data may be read and checked."""
     key = member.key
@@ -122,13 +84,13 @@ def _check_member(member: Member, spec: Spec, rel: str, report: Report,
         report.emit("structure.dtype", f"dtype {member.dtype}, expected {spec.dtype}", rel,
                     key=key)
         usable = member.dtype.kind in "biuf"
-    ranks = (1, 2) if key == "node_splits" else (len(spec.dims),)
+    ranks = (len(spec.dims),) + ((len(spec.written_dims),) if spec.written_dims else ())
     if len(member.shape) not in ranks:
         want = " or ".join(str(r) for r in ranks)
         report.emit("structure.rank", f"shape {member.shape} has rank {len(member.shape)}, "
                     f"expected {want} ({_dims_text(spec.dims)})", rel, key=key)
         return False
-    if key != "node_splits":
+    if spec.written_dims is None:  # two shapes allowed: no fixed dims to compare
         for axis, want in enumerate(spec.dims):
             if isinstance(want, int) and member.shape[axis] != want:
                 report.emit("structure.shape", f"shape {member.shape}: axis {axis} is "
@@ -138,9 +100,9 @@ def _check_member(member: Member, spec: Spec, rel: str, report: Report,
     return usable
 
 
-def _bind_dims(layout: FileLayout, key: str, member: Member, spec: Spec, rel: str,
+def _bind_dims(layout: FileLayout, key: str, member: Member, spec: ArraySpec, rel: str,
                report: Report) -> None:
-    if key == "node_splits":
+    if spec.written_dims is not None:  # which axis holds a dim depends on the shape
         return
     for axis, sym in enumerate(spec.dims):
         if not isinstance(sym, str):

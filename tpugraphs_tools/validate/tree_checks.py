@@ -7,13 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tpugraphs_tools.format import tree_hints
 from tpugraphs_tools.parallel import Pool
 from tpugraphs_tools.validate.dataset_rows import check_tree_split_overlap
 from tpugraphs_tools.validate.jobs import NpzJob, merge, run_npz_job
 from tpugraphs_tools.validate.report import Report
-
-COLLECTIONS = ("layout", "tile")
-SPLITS = ("train", "valid", "test")
 
 
 @dataclass(frozen=True)
@@ -24,29 +22,22 @@ class TreeFile:
     split: str | None
 
 
-def _nearest(parts: tuple[str, ...], names: tuple[str, ...]) -> str | None:
-    for part in reversed(parts):
-        if part in names:
-            return part
-    return None
-
-
 def discover(root: Path) -> list[TreeFile]:
     """Every npz under ``root`` (sorted), tagged from its path components.
 
-    The nearest ancestor named layout/tile gives the collection and the nearest train/valid/
-    test the split; components above ``root`` count too, so pointing at
-    ``npz/layout/xla/default/train`` still knows it is a layout train split.
+    The official scheme (``format.tree_hints``) gives collection and split, else the nearest
+    ancestor named layout/tile and the nearest train/valid/test; components above ``root``
+    count too, so pointing at ``npz/layout/xla/default/train`` still knows it is a layout
+    train split.
     """
     above = root.resolve().parts
     files = []
     for path in sorted(root.rglob("*.npz")):
         if not path.is_file():
             continue
-        rel_parts = path.relative_to(root).parts
-        parts = above + rel_parts[:-1]
-        files.append(TreeFile(path, path.relative_to(root).as_posix(),
-                              _nearest(parts, COLLECTIONS), _nearest(parts, SPLITS)))
+        hints = tree_hints(above + path.relative_to(root).parts)
+        collection = None if hints.collection is None else hints.collection.value
+        files.append(TreeFile(path, path.relative_to(root).as_posix(), collection, hints.split))
     return files
 
 
