@@ -14,8 +14,9 @@ import numpy as np
 from scipy.stats import rankdata
 
 from tpugraphs_tools.baseline.prepare import PreparedGraph
+from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH
 
-LAYOUT_SLOTS = 18
+LAYOUT_SLOTS = LAYOUT_CONFIG_WIDTH
 
 
 def bucket(size: int, floor: int) -> int:
@@ -41,7 +42,7 @@ class Batch(NamedTuple):
     gcn_self: np.ndarray    # float32 [N] 1/d
     cfg_node: np.ndarray    # int32 [K] configurable node index; padding → N - 1
     cfg_mask: np.ndarray    # float32 [K]
-    cfg_feat: np.ndarray    # int32 [K, C, 18] layout values −1..6 (tile: zeros)
+    cfg_feat: np.ndarray    # int32 [K, C, LAYOUT_SLOTS] layout values −1..6 (tile: zeros)
     seg_graph: np.ndarray   # int32 [S] graph slot; padding → B
     seg_mask: np.ndarray    # float32 [S]
     graph_cfg: np.ndarray   # float32 [B, C, Ft] tile config features (layout: Ft = 0)
@@ -75,7 +76,7 @@ def config_arrays(items: list[Item], *, batch_graphs: int, configs: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(graph_cfg [B, C, Ft], target [B, C], valid [B, C]) of ``items``."""
     g0 = items[0].graph
-    ft = g0.cfg_feat.shape[1] if g0.info.kind == "tile" else 0
+    ft = 0 if g0.info.spec.per_node_configs else g0.cfg_feat.shape[1]
     graph_cfg = np.zeros((batch_graphs, configs, ft), np.float32)
     target = np.zeros((batch_graphs, configs), np.float32)
     valid = np.zeros((batch_graphs, configs), np.float32)
@@ -92,11 +93,11 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
     """Pack ``items`` (≤ batch_graphs) into one padded :class:`Batch`."""
     assert items and len(items) <= batch_graphs
     g0 = items[0].graph
-    kind = g0.info.kind
+    per_node = g0.info.spec.per_node_configs
     segs = [(slot, it, it.graph.segments[s]) for slot, it in enumerate(items) for s in it.segments]
     n_real = sum(s.nodes.size for _, _, s in segs)
     m_real = sum(s.edges.shape[0] for _, _, s in segs)
-    k_real = sum(s.cfg_pos.size for _, _, s in segs) if kind == "layout" else 0
+    k_real = sum(s.cfg_pos.size for _, _, s in segs) if per_node else 0
     N, M = bucket(n_real + 1, 64), bucket(m_real, 64)
     K, S = bucket(k_real + 1, 8), bucket(len(segs), 1)
     B, C = batch_graphs, configs
@@ -109,7 +110,7 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
     senders = np.full(M, N - 1, np.int32)
     receivers = np.full(M, N - 1, np.int32)
     cfg_node = np.full(K, N - 1, np.int32)
-    cfg_feat = np.full((K, C if kind == "layout" else 1, LAYOUT_SLOTS), -1, np.int32)
+    cfg_feat = np.full((K, C if per_node else 1, LAYOUT_SLOTS), -1, np.int32)
     seg_graph = np.full(S, B, np.int32)
     n = m = k = 0
     for i, (slot, it, seg) in enumerate(segs):
@@ -121,10 +122,10 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
         node_seg[n:n + ns] = i
         senders[m:m + ms] = seg.edges[:, 0] + n
         receivers[m:m + ms] = seg.edges[:, 1] + n
-        if kind == "layout" and seg.cfg_pos.size:
+        if per_node and seg.cfg_pos.size:
             ks, cc = seg.cfg_pos.size, it.configs.size
             cfg_node[k:k + ks] = seg.cfg_local + n
-            values = g.cfg_feat[it.configs][:, seg.cfg_pos]          # [cc, ks, 18]
+            values = g.cfg_feat[it.configs][:, seg.cfg_pos]          # [cc, ks, LAYOUT_SLOTS]
             cfg_feat[k:k + ks, :cc] = values.transpose(1, 0, 2)
             k += ks
         seg_graph[i] = slot
@@ -148,15 +149,15 @@ def dummy_batch(g: PreparedGraph, *, batch_graphs: int, configs: int) -> Batch:
     """A fixed-shape batch with ``g``'s feature widths: parameter init that does not depend
     on any graph's size, so every run with the same widths reuses one compiled init."""
     n, m, k = 64, 64, 8
-    kind = g.info.kind
-    ft = g.cfg_feat.shape[1] if kind == "tile" else 0
+    per_node = g.info.spec.per_node_configs
+    ft = 0 if per_node else g.cfg_feat.shape[1]
     z = np.zeros
     return Batch(
         z(n, np.int32), z((n, g.feat.shape[1]), np.float32), z((n, g.extra.shape[1]), np.float32),
         np.full((n, g.layout_cat.shape[1]), -1, np.int32), z(n, np.int32), np.ones(n, np.float32),
         z(m, np.int32), z(m, np.int32), z(m, np.float32), np.ones(n, np.float32),
         np.ones(n, np.float32), z(m, np.float32), np.ones(n, np.float32), z(k, np.int32),
-        z(k, np.float32), np.full((k, configs if kind == "layout" else 1, LAYOUT_SLOTS), -1,
+        z(k, np.float32), np.full((k, configs if per_node else 1, LAYOUT_SLOTS), -1,
                                   np.int32),
         z(1, np.int32), np.ones(1, np.float32), z((batch_graphs, configs, ft), np.float32),
         z((batch_graphs, configs), np.float32), np.ones((batch_graphs, configs), np.float32))

@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import Collection, collection_of
 
 SPLITS = ("train", "valid", "test")
 
@@ -28,6 +29,11 @@ class GraphInfo:
     collection: str           # training group: "layout", "tile", "layout/xla/default", ...
     program: str
     split: str | None
+
+    @property
+    def spec(self) -> Collection:
+        """The format record of this graph's kind (which keys, per-node configs or not)."""
+        return collection_of(self.kind)
 
 
 @dataclass

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from tpugraphs_tools.features.opcodes import CONFIGURABLE_IDS
+from tpugraphs_tools.format import NODE_FEATURE_WIDTH
 
 DIMS_COLUMNS = slice(21, 27)      # shape dims 0..5
-LAYOUT_COLUMNS = slice(134, 140)  # minor_to_major 0..5 (0-padded in TpuGraphs)
+# minor_to_major 0..5, the last six node features (0-padded in TpuGraphs)
+LAYOUT_COLUMNS = slice(NODE_FEATURE_WIDTH - 6, NODE_FEATURE_WIDTH)
 
 
 def signed_log(x: np.ndarray) -> np.ndarray:

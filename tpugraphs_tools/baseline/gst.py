@@ -30,14 +30,14 @@ class EmbeddingTable:
     def _arrays(self, g: PreparedGraph) -> tuple[np.ndarray, np.ndarray]:
         gid = g.info.graph_id
         if gid not in self._emb:
-            cols = g.num_configs if g.info.kind == "layout" else 1
+            cols = g.num_configs if g.info.spec.per_node_configs else 1
             self._emb[gid] = np.zeros((len(g.segments), cols, self.dim), np.float32)
             self._filled[gid] = np.zeros((len(g.segments), cols), bool)
         return self._emb[gid], self._filled[gid]
 
     @staticmethod
     def _columns(g: PreparedGraph, seg: int, configs: np.ndarray) -> np.ndarray:
-        if g.info.kind == "tile" or g.segments[seg].cfg_pos.size == 0:
+        if not g.info.spec.per_node_configs or g.segments[seg].cfg_pos.size == 0:
             return np.zeros_like(configs)
         return configs
 
@@ -49,7 +49,7 @@ class EmbeddingTable:
         """``emb`` [Cn, D] for ``configs`` (Cn = len(configs) for layout, 1 for tile)."""
         table, filled = self._arrays(g)
         cols = self._columns(g, seg, configs)
-        if g.info.kind == "tile" or g.segments[seg].cfg_pos.size == 0:
+        if not g.info.spec.per_node_configs or g.segments[seg].cfg_pos.size == 0:
             table[seg, 0] = emb[0]
             filled[seg, 0] = True
         else:
@@ -60,7 +60,7 @@ class EmbeddingTable:
         """[width, D]: the embedding per config slot (zeros beyond ``len(configs)``)."""
         table, _ = self._arrays(g)
         out = np.zeros((width, self.dim), np.float32)
-        if g.info.kind == "tile":
+        if not g.info.spec.per_node_configs:
             out[:] = table[seg, 0]
         else:
             out[:configs.size] = table[seg, self._columns(g, seg, configs)]

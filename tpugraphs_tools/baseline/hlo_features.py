@@ -1,7 +1,7 @@
 """Extra node features recomputed from a graph's stored HLO (Kaggle 3rd place).
 
-They live in their own array ``extra_feat`` float32 [n, 18] next to — never inside — the 140
-TpuGraphs columns, one row per node in TpuGraphs node order. Columns (``EXTRA_FEATURES``):
+They live in their own array ``extra_feat`` float32 [n, NUM_EXTRA] next to — never inside —
+the TpuGraphs node-feature columns, one row per node in TpuGraphs node order. Columns (``EXTRA_FEATURES``):
 
  0-3  dot: number of lhs contracting, rhs contracting, lhs batch, rhs batch dims
  4    dot: product of the lhs contracting dim sizes       5  dot: product of lhs batch dim sizes
@@ -50,7 +50,7 @@ def _dot_columns(inst: Instruction, lhs: Shape | None) -> list[float]:
 
 
 def extra_features(hlo_text: str, num_nodes: int | None = None) -> np.ndarray:
-    """``extra_feat`` [n, 18] for the module in ``hlo_text`` (node order = featurizer's)."""
+    """``extra_feat`` [n, NUM_EXTRA] for the module in ``hlo_text`` (node order = featurizer's)."""
     module = parse_hlo_text(hlo_text)
     rows: list[list[float]] = []
     for comp in module.computations:

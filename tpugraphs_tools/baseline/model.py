@@ -17,6 +17,7 @@ import jax.numpy as jnp
 
 from tpugraphs_tools.baseline.batching import LAYOUT_SLOTS, Batch, Stale
 from tpugraphs_tools.features.opcodes import OPCODE_NAMES
+from tpugraphs_tools.format import collection_of
 
 NUM_VALUES = 8  # layout values −1..6 → 0..7
 
@@ -82,9 +83,9 @@ class SegmentEncoder(nn.Module):
             parts.append(values(b.layout_cat + 1).reshape(n, -1))
         x = nn.Dense(c.hidden)(jnp.concatenate(parts, -1))
         x = nn.Dense(c.hidden)(nn.gelu(x))[:, None, :]                     # [N, 1, H]
-        if c.kind == "layout":
+        if collection_of(c.kind).per_node_configs:
             cn = b.cfg_feat.shape[1]
-            emb = values(jnp.clip(b.cfg_feat, -1, NUM_VALUES - 2) + 1)    # [K, C, 18, V]
+            emb = values(jnp.clip(b.cfg_feat, -1, NUM_VALUES - 2) + 1)    # [K, C, slots, V]
             emb = nn.Dense(c.hidden)(emb.reshape(*emb.shape[:2], LAYOUT_SLOTS * c.value_dim))
             emb = emb * b.cfg_mask[:, None, None]
             x = jnp.broadcast_to(x, (n, cn, c.hidden)).at[b.cfg_node].add(emb)

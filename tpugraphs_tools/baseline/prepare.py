@@ -21,6 +21,7 @@ from tpugraphs_tools.baseline.features import (
 )
 from tpugraphs_tools.baseline.hlo_features import NUM_EXTRA, extra_features
 from tpugraphs_tools.features import NUM_NODE_FEATURES
+from tpugraphs_tools.format import TILE_CONFIG_WIDTH
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,11 @@ class PrepareOptions:
 class RawGraph:
     info: GraphInfo
     opcode: np.ndarray               # int32 [n]
-    feat: np.ndarray                 # float32 [n, 140]
+    feat: np.ndarray                 # float32 [n, NODE_FEATURE_WIDTH]
     extra: np.ndarray                # float32 [n, E]
     edges: np.ndarray                # int64 [m, 2]
     cfg_ids: np.ndarray              # int64 [nc]
-    cfg_feat: np.ndarray             # layout: float32 [c, nc, 18]; tile: float32 [c, 24]
+    cfg_feat: np.ndarray             # layout: float32 [c, nc, Fl]; tile: [c, Ft] (format widths)
     runtime: np.ndarray              # float64 [c] (tile: normalised by the default config)
     num_copies: np.ndarray | None
     kept_nodes: np.ndarray           # ids in the stored graph (pruning)
@@ -69,7 +70,7 @@ class PreparedGraph:
     extra: np.ndarray                # float32 [n, E] normalised
     layout_cat: np.ndarray           # int32 [n, 6] or [n, 0]
     cfg_ids: np.ndarray
-    cfg_feat: np.ndarray             # layout: int8 values [c, nc, 18]; tile: float32 [c, Ft]
+    cfg_feat: np.ndarray             # layout: int8 values [c, nc, Fl]; tile: float32 [c, Ft]
     runtime: np.ndarray
     num_copies: np.ndarray | None
     segments: list[Segment]
@@ -89,14 +90,17 @@ def load_raw(record: GraphRecord, options: PrepareOptions) -> RawGraph | None:
     info = record.info
     notes: list[str] = []
     runtime = a.get("config_runtime", np.zeros(0)).astype(np.float64)
-    if info.kind == "tile":
-        norm = a.get("config_runtime_normalizers")
+    spec = info.spec
+    if not spec.per_node_configs:
+        norm = a.get(spec.normalizer_key or "")
         if norm is not None:
             runtime = runtime / np.maximum(norm.astype(np.float64), 1.0)
-        cfg_feat = a.get("config_feat", np.zeros((runtime.size, 24), np.float32))
+        cfg_feat = a.get(spec.config_feat_key,
+                         np.zeros((runtime.size, spec.config_width), np.float32))
     else:
         nc = a["node_config_ids"].shape[0]
-        cfg_feat = a.get("node_config_feat", np.zeros((runtime.size, nc, 18), np.float32))
+        cfg_feat = a.get(spec.config_feat_key,
+                         np.zeros((runtime.size, nc, spec.config_width), np.float32))
     if runtime.size == 0:
         return None
     copies = record.num_copies
@@ -142,11 +146,11 @@ class FeatureStats:
     def fit(cls, train: list[RawGraph], pad_minus_one: bool) -> FeatureStats:
         width_extra = train[0].extra.shape[1] if train else 0
         stats = cls(Normalizer.empty(NUM_NODE_FEATURES), Normalizer.empty(width_extra),
-                     Normalizer.empty(24), pad_minus_one)
+                     Normalizer.empty(TILE_CONFIG_WIDTH), pad_minus_one)
         for g in train:
             stats.node.update(stats._node_columns(g.feat))
             stats.extra.update(g.extra)
-            if g.info.kind == "tile":
+            if not g.info.spec.per_node_configs:
                 stats.tile_config.update(g.cfg_feat)
         return stats
 
@@ -190,7 +194,7 @@ def finalize(raw: RawGraph, stats: FeatureStats,
     extra = stats.extra(raw.extra) if raw.extra.shape[1] else raw.extra
     layout_cat = layout_categories(raw.feat) if stats.pad_minus_one else \
         np.zeros((raw.num_nodes, 0), np.int32)
-    if raw.info.kind == "tile":
+    if not raw.info.spec.per_node_configs:
         cfg_feat = stats.tile_config(raw.cfg_feat)
     else:
         cfg_feat = np.clip(np.rint(raw.cfg_feat), -1, 6).astype(np.int8)

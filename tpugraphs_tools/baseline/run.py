@@ -36,7 +36,7 @@ from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 from tpugraphs_tools.baseline.trivial import trivial_metrics
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.format import DEFAULT_RATIOS
+from tpugraphs_tools.format import DEFAULT_RATIOS, collection_of
 from tpugraphs_tools.partition import dense_relabel, load_partition, partition_graph
 
 Progress = Callable[[str], None]
@@ -148,7 +148,7 @@ def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
 
 def copies_note(kind: str, per_graph: list[dict[str, Any]]) -> list[str]:
     """What the fewer-copies heuristic could use, stated as it is."""
-    if kind != "layout" or not per_graph:
+    if not collection_of(kind).per_node_configs or not per_graph:
         return []
     scored = sum("fewer-copies" in r for r in per_graph)
     if scored == len(per_graph):

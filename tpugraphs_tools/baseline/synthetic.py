@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tpugraphs_tools.features import NUM_NODE_FEATURES, opcode_id
+from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH, TILE_CONFIG_WIDTH, collection_of
 from tpugraphs_tools.store import Dataset
 
 _OTHER_OPS = ("add", "multiply", "exponential", "broadcast", "transpose", "maximum", "tanh")
@@ -78,7 +79,7 @@ def layout_graph(seed: int, num_nodes: int, num_configs: int, configurable_frac:
     default = rng.random((c, nc)) < 0.25
     default[0] = True
     perm[default] = -1.0
-    config_feat = np.full((c, nc, 18), -1.0, dtype=np.float32)
+    config_feat = np.full((c, nc, LAYOUT_CONFIG_WIDTH), -1.0, dtype=np.float32)
     config_feat[:, :, :6] = perm
     size = feat[cfg_ids, _DIM_PRODUCT].astype(np.float64)
     bad = (~default) & (perm[:, :, 0] != (r - 1)[None, :])
@@ -106,7 +107,7 @@ def tile_graph(seed: int, num_nodes: int, num_configs: int) -> dict[str, np.ndar
     best = 2.0 ** rng.integers(1, 7, 2)
     tiles = 2.0 ** rng.integers(0, 8, (num_configs, 2))
     tiles[0] = 8.0
-    config_feat = np.zeros((num_configs, 24), dtype=np.float32)
+    config_feat = np.zeros((num_configs, TILE_CONFIG_WIDTH), dtype=np.float32)
     config_feat[:, 8:10] = tiles
     config_feat[:, 14] = tiles.sum(1)
     config_feat[:, 15] = tiles.prod(1)
@@ -136,7 +137,7 @@ def write_synthetic_dataset(root: str | Path, *, programs: int = 4, graphs_per_p
                 gseed = int(rng.integers(1 << 31))
                 n = int(rng.integers(nodes[0], nodes[1] + 1))
                 copies = None
-                if collection == "layout":
+                if collection_of(collection).per_node_configs:
                     arrays, copies = layout_graph(gseed, n, configs, cfg_ranks=cfg_ranks)
                 else:
                     arrays = tile_graph(gseed, n, configs)

@@ -24,6 +24,7 @@ from tpugraphs_tools.baseline.batching import (
 from tpugraphs_tools.baseline.losses import LOSSES
 from tpugraphs_tools.baseline.model import CostModel, ModelConfig
 from tpugraphs_tools.baseline.prepare import PreparedGraph
+from tpugraphs_tools.format import collection_of
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class Trainer:
         self.fns = functions(model_cfg, cfg.loss, cfg.lr)
         self._compiles0 = self._cache_sizes()
         self.rng = np.random.default_rng(cfg.seed)
-        self.cn = cfg.configs_per_graph if model_cfg.kind == "layout" else 1
+        self.cn = cfg.configs_per_graph if collection_of(model_cfg.kind).per_node_configs else 1
         batch = dummy_batch(example, batch_graphs=cfg.batch_graphs,
                             configs=cfg.configs_per_graph)
         self.params = self.fns.init(jax.random.PRNGKey(cfg.seed), batch, self.no_stale())
@@ -211,7 +212,7 @@ class Trainer:
         tile_emb = None
         for start in range(0, g.num_configs, c):
             configs = np.arange(start, min(start + c, g.num_configs))
-            if g.info.kind == "tile":
+            if not g.info.spec.per_node_configs:
                 tile_emb = tile_emb if tile_emb is not None else self._graph_embedding(g, configs)
                 emb = tile_emb
             else:

@@ -27,7 +27,7 @@ def fewer_copies_scores(g: PreparedGraph) -> np.ndarray | None:
 
 def trivial_metrics(g: PreparedGraph, seed: int) -> Mapping[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {"random": random_metrics(g, seed)}
-    if g.info.kind == "layout":
+    if g.info.spec.per_node_configs:
         copies = fewer_copies_scores(g)
         if copies is not None:
             out["fewer-copies"] = graph_metrics(g.runtime, copies)
