@@ -1,7 +1,8 @@
 """Extra node features recomputed from a graph's stored HLO (Kaggle 3rd place).
 
 They live in their own array ``extra_feat`` float32 [n, NUM_EXTRA] next to — never inside —
-the TpuGraphs node-feature columns, one row per node in TpuGraphs node order. Columns (``EXTRA_FEATURES``):
+the TpuGraphs node-feature columns, one row per node in TpuGraphs node order. Columns
+(``EXTRA_FEATURES``):
 
  0-3  dot: number of lhs contracting, rhs contracting, lhs batch, rhs batch dims
  4    dot: product of the lhs contracting dim sizes       5  dot: product of lhs batch dim sizes
