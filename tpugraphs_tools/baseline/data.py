@@ -15,9 +15,7 @@ import numpy as np
 import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.format import Collection, collection_of
-
-SPLITS = ("train", "valid", "test")
+from tpugraphs_tools.format import SPLITS, Collection, Kind, collection_of, tree_hints
 
 
 @dataclass(frozen=True)
@@ -100,7 +98,8 @@ class TpuGraphsTreeSource:
     """The published layout ``npz/{tile,layout}/.../{train,valid,test}/*.npz`` (any sub-root).
 
     The collection is the path between ``npz/`` and the split directory
-    (``layout/xla/default``, ``tile/xla``); the split is the directory name.
+    (``layout/xla/default``, ``tile/xla``: ``format.tree_hints``); the split is the directory
+    name. A tree with no layout/tile folder is read as layout.
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -114,9 +113,9 @@ class TpuGraphsTreeSource:
             split = path.parent.name
             if split not in SPLITS:
                 continue
-            parts = list(self.root.resolve().parts) + list(path.relative_to(self.root).parts[:-2])
-            collection = _collection(parts)
-            kind = collection.split("/")[0]
+            hints = tree_hints(self.root.resolve().parts + path.relative_to(self.root).parts)
+            kind = (hints.collection or Kind.LAYOUT).value
+            collection = hints.group or kind
             graph_id = f"{collection}/{path.stem}"
             self._files[graph_id] = path
             out.append(GraphInfo(graph_id, kind, collection, path.stem, split))
@@ -135,14 +134,6 @@ class TpuGraphsTreeSource:
         if "node_splits" in arrays:
             arrays["node_splits"] = arrays["node_splits"].reshape(-1)
         return GraphRecord(info, arrays)
-
-
-def _collection(parts: list[str]) -> str:
-    """``.../npz/layout/xla/default`` → ``layout/xla/default`` (from the last layout/tile)."""
-    for i in range(len(parts) - 1, -1, -1):
-        if parts[i] in ("layout", "tile"):
-            return "/".join(parts[i:])
-    return "layout"
 
 
 def open_source(path: str | Path) -> GraphSource:
