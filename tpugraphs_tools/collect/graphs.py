@@ -14,6 +14,7 @@ import numpy as np
 
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.features.tpugraphs import Graph
+from tpugraphs_tools.format import LAYOUT, TILE, Kind, collection_of
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered
 from tpugraphs_tools.hlo.sources import stored_hlo
 from tpugraphs_tools.store import Dataset, make_graph_id
@@ -37,7 +38,7 @@ class CollectedGraph:
         Tile graphs hold TpuGraphs' tile keys only: no layout ``node_config_ids``.
         """
         graph = self.graph.arrays()
-        if self.row.get("collection") == "tile":
+        if not collection_of(self.row.get("collection") or Kind.LAYOUT).has_node_configs:
             graph.pop("node_config_ids")
             return {**graph, **(self.config_arrays or empty_tile_config_arrays())}
         return {**graph, **(self.config_arrays or empty_config_arrays(self.graph))}
@@ -82,9 +83,10 @@ def collect_source(src: HloSource, *, program: str, program_args: dict[str, Any]
                    collection: str = "layout", backend: str | None = None) -> CollectedGraph:
     platform, kind = device_info(backend)
     graph = featurize(src.module)
+    per_node = collection_of(collection).per_node_configs
     row = graph_row(src, graph, program=program, program_args=program_args,
                     collection=collection, backend=platform, device_kind=kind,
-                    config_space="layout" if collection == "layout" else None)
+                    config_space=collection if per_node else None)
     return CollectedGraph(src, graph, row)
 
 
@@ -119,12 +121,9 @@ def collect_hlo_file(path: str, *, collection: str = "layout",
 def empty_config_arrays(graph: Graph) -> dict[str, np.ndarray]:
     """Layout config arrays with zero configs, so a graph-only npz still has every key."""
     nc = graph.node_config_ids.shape[0]
-    return {"node_config_feat": np.zeros((0, nc, 18), np.float32),
-            "config_runtime": np.zeros((0,), np.int64)}
+    return LAYOUT.empty_configs(nc)
 
 
 def empty_tile_config_arrays() -> dict[str, np.ndarray]:
     """Tile config arrays with zero configs."""
-    return {"config_feat": np.zeros((0, 24), np.float32),
-            "config_runtime": np.zeros((0,), np.int64),
-            "config_runtime_normalizers": np.zeros((0,), np.int64)}
+    return TILE.empty_configs()

@@ -25,6 +25,7 @@ from tpugraphs_tools.collect.labels import EXTRA_STATUSES, label_quality, widen_
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.configs.layout import LayoutSpace
 from tpugraphs_tools.errors import ConfigError
+from tpugraphs_tools.format import LAYOUT
 from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
 from tpugraphs_tools.measure.paired import StopRule
@@ -255,7 +256,8 @@ def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],
         feats.append(configs[row["config_index"]].encode(space.num_config_nodes))
     nc = space.num_config_nodes
     return {
-        "node_config_feat": np.stack(feats) if feats else np.zeros((0, nc, 18), np.float32),
+        "node_config_feat": (np.stack(feats) if feats
+                             else LAYOUT.empty_configs(nc)["node_config_feat"]),
         "config_runtime": np.array(runtimes, dtype=np.int64),
     }
 

@@ -32,6 +32,7 @@ from tpugraphs_tools.collect.journal import ConfigJournal
 from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file
 from tpugraphs_tools.measure.compile import compile_hlo_source
 from tpugraphs_tools.measure.worker import WorkerError
@@ -136,7 +137,7 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
     unoptimized, optimize, program, args = tile_sources(item, backend)
     parent_id = make_graph_id(program, fingerprint(unoptimized.module))
     graphs = dataset.graphs()
-    done = graphs.filter((pl.col("collection") == "tile")
+    done = graphs.filter((pl.col("collection") == Kind.TILE.value)
                          & (pl.col("parent_graph_id") == parent_id))
     if done.height:  # kernels of a program are committed together: present means complete
         summary.skipped.extend(done["graph_id"].to_list())
@@ -194,7 +195,7 @@ def _collect(request: CollectRequest, progress: Progress) -> CollectSummary:
     summary = CollectSummary(dataset=str(Path(request.out)))
     for item in request.items:
         progress(f"lowering + featurizing {item.label}")
-        if item.collection == "tile":
+        if item.collection == Kind.TILE:
             collect_tiles(dataset, item, request.backend, summary, progress)
             continue
         collected = build_graph(item, request.backend)

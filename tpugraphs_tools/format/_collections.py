@@ -100,6 +100,13 @@ class Collection:
         """Official arrays indexed by config (first axis)."""
         return tuple(a.key for a in self.official() if a.per_config)
 
+    def empty_configs(self, num_configurable: int = 0) -> dict[str, np.ndarray]:
+        """The per-config arrays with zero configs, so a graph-only npz still has every key."""
+        sizes = {"c": 0, "nc": num_configurable}
+        return {a.key: np.zeros(tuple(sizes[d] if isinstance(d, str) else d for d in a.dims),
+                                a.np_dtype)
+                for a in self.official() if a.per_config}
+
     @property
     def has_node_configs(self) -> bool:
         """Whether ``node_config_ids`` is an official array of this kind."""
