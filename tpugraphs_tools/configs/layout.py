@@ -1,8 +1,9 @@
 """Layout configurations: a ``minor_to_major`` per tensor slot of each configurable node.
 
-Slots follow TpuGraphs' 18 layout features: slot 0 is the node's output, slot 1 its first
-operand (input / lhs), slot 2 its second operand (convolution kernel, dot rhs). A slot left to
-the compiler is encoded as six −1; a chosen layout as its minor_to_major followed by −1 padding.
+Slots follow TpuGraphs' layout features (``format.LAYOUT_CONFIG_WIDTH``): slot 0 is the node's
+output, slot 1 its first operand (input / lhs), slot 2 its second operand (convolution kernel,
+dot rhs). A slot left to the compiler is encoded as six −1; a chosen layout as its
+minor_to_major followed by −1 padding.
 
 Physical identity: a dense layout's memory order is fixed by the order of the dims larger than
 1 (a size-1 dim always has index 0, so its stride never matters; a tensor with a 0-size dim holds
@@ -20,9 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tpugraphs_tools.features.opcodes import CONFIGURABLE_OPCODES
+from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH
 from tpugraphs_tools.hlo.module import Module
 
-NUM_LAYOUT_FEATURES = 18
+NUM_LAYOUT_FEATURES = LAYOUT_CONFIG_WIDTH
 SLOTS = ("output", "input", "kernel")
 MAX_RANK = 6
 Layout = tuple[int, ...]
@@ -156,7 +158,8 @@ class LayoutConfig:
         return dict(self.layouts)
 
     def encode(self, num_config_nodes: int) -> np.ndarray:
-        """TpuGraphs ``node_config_feat`` row: float32 [nc, 18], −1 where the compiler picks."""
+        """TpuGraphs ``node_config_feat`` row: float32 [nc, NUM_LAYOUT_FEATURES], −1 where the
+        compiler picks."""
         feat = np.full((num_config_nodes, NUM_LAYOUT_FEATURES), -1.0, dtype=np.float32)
         for (node, slot), layout in self.layouts:
             feat[node, slot * MAX_RANK: slot * MAX_RANK + len(layout)] = layout

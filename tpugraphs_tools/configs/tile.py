@@ -1,10 +1,10 @@
 """Per-kernel configuration spaces of the tile collection, behind one interface.
 
-TpuGraphs' tile collection pairs each kernel with configs encoded as 24 floats (kernel, output
-and input bounds: six values, their sum and product each; 0 = padding). A space here says which
-configs a kernel can really be given on one backend, how each is encoded into those 24
-floats, and how it reaches the compiler (compile options and/or an HLO rewrite). Only knobs
-the backend honours belong in a space: XLA:CPU in jax 0.10.2 has no tile-size knob, so its
+TpuGraphs' tile collection pairs each kernel with configs encoded as ``NUM_TILE_FEATURES``
+floats (kernel, output and input bounds: six values, their sum and product each; 0 = padding). A
+space here says which configs a kernel can really be given on one backend, how each is encoded
+into those floats, and how it reaches the compiler (compile options and/or an HLO rewrite). Only
+knobs the backend honours belong in a space: XLA:CPU in jax 0.10.2 has no tile-size knob, so its
 space is ``cpu-kernel-options`` (library-vs-codegen choices and codegen options), never tiles;
 the GPU space (``tile_gpu.py``) holds real Triton GEMM tiles. A later jax exposing CPU tiles
 adds a space, nothing else.
@@ -19,9 +19,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from tpugraphs_tools.format import TILE_CONFIG_WIDTH
 from tpugraphs_tools.hlo.module import Module
 
-NUM_TILE_FEATURES = 24
+NUM_TILE_FEATURES = TILE_CONFIG_WIDTH
 Setting = tuple[str, Any]
 
 
@@ -63,7 +64,7 @@ class KernelConfigSpace(Protocol):
         ...
 
     def encode(self, config: KernelConfig) -> np.ndarray:
-        """float32 [24] ``config_feat`` row; all zeros is the compiler's default."""
+        """float32 [NUM_TILE_FEATURES] ``config_feat`` row; all zeros is the compiler's default."""
         ...
 
     def compile_options(self, config: KernelConfig) -> dict[str, Any]:
@@ -82,7 +83,7 @@ class KernelConfigSpace(Protocol):
 
 def bounds_features(kernel: tuple[float, ...], output: tuple[float, ...],
                     inputs: tuple[float, ...]) -> np.ndarray:
-    """TpuGraphs' 24 tile features: per group six values, their sum and product (0 if empty)."""
+    """TpuGraphs' tile features: per group six values, their sum and product (0 if empty)."""
     feat = np.zeros(NUM_TILE_FEATURES, dtype=np.float32)
     for start, values in ((0, kernel), (8, output), (16, inputs)):
         values = tuple(values)[:6]

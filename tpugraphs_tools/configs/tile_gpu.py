@@ -18,7 +18,7 @@ XLA caches autotuning results per process keyed by the fusion's HLO, not by thes
 each configured compile runs in a fresh compile worker (``fresh_compiler_per_config``).
 ``realized`` reads the tile back from the optimized kernel; a field the module does not show is
 stored as ``None`` (unobserved) and encodes as 0, never copied from the request.
-Encoding into TpuGraphs' 24 tile features: kernel_bounds = (block_k, split_k), output_bounds =
+Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k), output_bounds =
 (block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum and product.
 """
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from tpugraphs_tools.format import NODE_FEATURE_WIDTH
 from tpugraphs_tools.publish._info import HF_SPLIT, TABLES, PublishInfo
 from tpugraphs_tools.publish._yaml import dump
 
@@ -45,7 +46,7 @@ def hf_features(schema: pa.Schema) -> list[dict[str, Any]]:
 
 
 def type_text(t: pa.DataType) -> str:
-    """Readable Arrow type: ``list<fixed_size_list<float32, 140>>``."""
+    """Readable Arrow type: ``list<fixed_size_list<float32, 2>>``."""
     if pa.types.is_fixed_size_list(t):
         return f"fixed_size_list<{type_text(t.value_type)}, {t.list_size}>"
     if pa.types.is_list(t):
@@ -150,7 +151,7 @@ def card_text(info: PublishInfo) -> str:
         "configs = load_dataset(\"path/to/this/folder\", \"configs\", split=\"train\")",
         "", "import numpy as np",
         "g = graphs[0]",
-        "node_feat = np.asarray(g[\"node_feat\"], np.float32)      # [n, 140]",
+        f"node_feat = np.asarray(g[\"node_feat\"], np.float32)      # [n, {NODE_FEATURE_WIDTH}]",
         "edge_index = np.asarray(g[\"edge_index\"], np.int64)      # [m, 2]",
         "", "import polars as pl",
         "ok = pl.read_parquet(\"configs/*.parquet\").filter(pl.col(\"status\") == \"ok\")",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH, NODE_FEATURE_WIDTH, TILE_CONFIG_WIDTH
+
 ERROR = "error"
 WARNING = "warning"
 CLASSES = ("structure", "graph", "values", "dataset")
@@ -29,8 +31,9 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("structure.extra_key", ERROR, "a key (or non-.npy member) not in the TpuGraphs format"),
     ("structure.dtype", ERROR, "array dtype differs from the TpuGraphs dtype"),
     ("structure.rank", ERROR, "array has the wrong number of dimensions"),
-    ("structure.shape", ERROR, "a fixed dimension is wrong (140 node features, edge pairs, "
-                               "18 layout / 24 tile config features)"),
+    ("structure.shape", ERROR, f"a fixed dimension is wrong ({NODE_FEATURE_WIDTH} node "
+                               f"features, edge pairs, {LAYOUT_CONFIG_WIDTH} layout / "
+                               f"{TILE_CONFIG_WIDTH} tile config features)"),
     ("structure.absurd_size", ERROR, "npy header declares more data than the member holds, "
                                      "than deflate can produce, or than the size cap"),
     # -- graph: nodes, edges, configurable nodes, splits, opcodes --

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH
 from tpugraphs_tools.validate.report import Report
 
 KEY = "node_config_feat"
@@ -24,9 +25,9 @@ SLOTS = ("output", "input", "kernel")
 _BASE = 7
 _WEIGHTS = (_BASE ** np.arange(6)).astype(np.float32)
 _OFFSET = np.float32(_WEIGHTS.sum())  # adds 1 to every slot: -1..5 -> 0..6
-# Block-diagonal (18, 3): one gemm gives the three group codes of every node row at once
-# (faster than a gemv over 6-wide rows); exact, since codes < 7**6 < 2**24.
-_W18 = np.zeros((18, 3), np.float32)
+# Block-diagonal (LAYOUT_CONFIG_WIDTH, 3): one gemm gives the three group codes of every node
+# row at once (faster than a gemv over 6-wide rows); exact, since codes < 7**6 < 2**24.
+_W18 = np.zeros((LAYOUT_CONFIG_WIDTH, 3), np.float32)
 for _slot in range(3):
     _W18[6 * _slot:6 * _slot + 6, _slot] = _WEIGHTS
 
@@ -110,7 +111,7 @@ class LayoutConfigScan:
             self._report_range(start, chunk, bad)
             return
         del bad
-        rows = chunk.reshape(-1, 18)
+        rows = chunk.reshape(-1, LAYOUT_CONFIG_WIDTH)
         if chunk.dtype != np.float32:
             rows = rows.astype(np.float32)
         codes = (rows @ _W18 + _OFFSET).astype(np.int32).reshape(cc, nc, 3)
