@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
+from tpugraphs_tools.format import KINDS
 from tpugraphs_tools.parallel import Pool
 from tpugraphs_tools.store.manifest import MANIFEST
 from tpugraphs_tools.store.tables import Part, TableInfo
@@ -212,7 +213,7 @@ class _GraphFiles:
                          f"{rel!r} does not exist", graphs_rel, key="npz_file", index=index)
             path = None
         collection = row.get("collection")
-        return NpzJob(path, str(rel), collection if collection in ("layout", "tile") else None,
+        return NpzJob(path, str(rel), collection if collection in KINDS else None,
                       False, self.max_array_bytes, tuple(pre.findings), graph_id)
 
     def check(self, graph_ids: list[str], refs: dataset_rows.ConfigRefs) -> None:
