@@ -104,8 +104,9 @@ def _as(arr: np.ndarray, dtype: str, width: int | None, where: str) -> np.ndarra
 
 
 # key -> (dtype, inner width or None): a graph array's published dtype, from the format.
-_GRAPH_DTYPES = {a.key: (a.dtype, a.dims[1] if len(a.dims) == 2 else None)
-                 for a in LAYOUT.arrays if a.key in GRAPH_ARRAYS}
+_GRAPH_DTYPES: dict[str, tuple[str, int | None]] = {
+    a.key: (a.dtype, a.dims[1] if len(a.dims) == 2 and isinstance(a.dims[1], int) else None)
+    for a in LAYOUT.arrays if a.key in GRAPH_ARRAYS}
 
 
 def graph_table(row: dict[str, Any], arrays: dict[str, np.ndarray], split: str) -> pa.Table:
