@@ -45,7 +45,7 @@ def test_every_error_is_a_documented_tgt_error() -> None:
         cls = getattr(errors, name)
         assert issubclass(cls, errors.TgtError), name
         doc = (cls.__doc__ or "").strip()
-        assert doc and doc.splitlines()[0].endswith((".", ")")), name
+        assert len(doc.splitlines()) == 1 and doc.endswith("."), name
         assert name in (errors.__doc__ or ""), f"{name} missing from the tree in the docstring"
 
 

@@ -93,10 +93,9 @@ class HloParseError(HloError):
 
 
 class StatementError(HloError, ValueError):
-    """Raised by the HLO statement readers for text that is not the statement it should be.
+    """Raised by the HLO statement readers for text that is not the statement it should be."""
 
-    Internal: ``parse_hlo_text`` turns it into an :class:`HloParseError` naming the source.
-    """
+    # internal: parse_hlo_text turns it into an HloParseError naming the source
 
     def __init__(self, message: str, line: int, layout: bool = False) -> None:
         super().__init__(message)
