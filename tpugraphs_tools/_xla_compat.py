@@ -22,11 +22,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from tpugraphs_tools.errors import TgtError
-
-
-class XlaCompatError(TgtError):
-    """The installed jax lacks an XLA binding tgt needs (outside the supported range)."""
+from tpugraphs_tools.errors import XlaCompatError as XlaCompatError
 
 
 def xla_client() -> Any:

@@ -1,4 +1,34 @@
-"""Typed exceptions shared by every stage, so the CLI maps each to a clear message and exit code."""
+"""Every error tgt raises on purpose, in one tree grouped by the stage that raises it.
+
+The CLI catches :class:`TgtError` and prints one line (exit 1, no traceback), so whatever a user
+can cause must end up below it. Some classes also derive from a builtin (``ValueError``,
+``KeyError``, ``RuntimeError``) because callers catch them by that name too.
+
+Tree::
+
+    TgtError
+    ├── InstallError          installed packages lack what was asked
+    │   ├── XlaCompatError    jax/jaxlib without a binding tgt needs
+    │   └── RayUnavailableError
+    ├── ProgramError          programs/: building a JAX program
+    │   ├── UnknownProgramError (KeyError)
+    │   └── ProgramArgsError (ValueError)
+    │       └── UnknownPresetError
+    ├── HloError              hlo/: reading HLO text or protos
+    │   ├── HloParseError
+    │   └── StatementError (ValueError, internal: becomes an HloParseError)
+    ├── ConfigError           configs/, measure/apply: a config that does not fit its graph
+    ├── MeasureError          measure/: timing workers
+    │   └── WorkerError (RuntimeError)
+    ├── CollectError          collect/: requests and plans
+    │   └── PlanError
+    ├── DatasetError          store/, publish/, partition/: dataset directories and trees
+    │   ├── FormatVersionError
+    │   └── NothingToScore (also a BaselineError)
+    ├── BaselineError         baseline/: training and scoring
+    └── ValidateError         validate/: reading files under check
+        └── NpzError
+"""
 
 from __future__ import annotations
 
@@ -7,15 +37,52 @@ class TgtError(Exception):
     """Base class of every error tgt raises on purpose."""
 
 
-class UnknownProgramError(TgtError, KeyError):
-    """A program name that is neither registered nor an importable ``module:function``."""
+# -- environment ------------------------------------------------------------------------------
+
+
+class InstallError(TgtError):
+    """Raised when the installed packages lack something the command needs (names the fix)."""
+
+
+class XlaCompatError(InstallError):
+    """Raised when the installed jax lacks an XLA binding tgt needs (outside the tested range)."""
+
+
+class RayUnavailableError(InstallError):
+    """Raised by ``--executor ray`` when ray is not installed."""
+
+
+# -- programs ---------------------------------------------------------------------------------
+
+
+class ProgramError(TgtError):
+    """Raised when a zoo or user program cannot be found or built."""
+
+
+class UnknownProgramError(ProgramError, KeyError):
+    """Raised for a program name neither registered nor an importable ``module:function``."""
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else "unknown program"
 
 
-class HloParseError(TgtError):
-    """HLO text or proto that cannot be read; names the source and the line."""
+class ProgramArgsError(ProgramError, ValueError):
+    """Raised for ProgramArgs a program cannot build (e.g. an image size it cannot downsample)."""
+
+
+class UnknownPresetError(ProgramArgsError):
+    """Raised for a preset, dtype or mode a program does not offer (lists the valid ones)."""
+
+
+# -- HLO --------------------------------------------------------------------------------------
+
+
+class HloError(TgtError):
+    """Raised when HLO text or a proto cannot be read."""
+
+
+class HloParseError(HloError):
+    """Raised for HLO text or proto that cannot be read; names the source and the line."""
 
     def __init__(self, message: str, *, source: str = "<text>", line: int | None = None) -> None:
         where = f"{source}:{line}" if line is not None else source
@@ -25,13 +92,78 @@ class HloParseError(TgtError):
         self.line = line
 
 
-class DatasetError(TgtError):
-    """A dataset directory that cannot be read or written as asked (names file/key/row)."""
+class StatementError(HloError, ValueError):
+    """Raised by the HLO statement readers for text that is not the statement it should be."""
+
+    # internal: parse_hlo_text turns it into an HloParseError naming the source
+
+    def __init__(self, message: str, line: int, layout: bool = False) -> None:
+        super().__init__(message)
+        self.line = line
+        self.layout = layout  # the line is not a whole statement (the scanner may read it)
 
 
-class FormatVersionError(DatasetError):
-    """A dataset written by a newer tgt than this one."""
+# -- configs ----------------------------------------------------------------------------------
 
 
 class ConfigError(TgtError):
-    """A configuration that cannot be applied to the graph it was made for."""
+    """Raised for a configuration that cannot be applied to the graph it was made for."""
+
+
+# -- measurement ------------------------------------------------------------------------------
+
+
+class MeasureError(TgtError):
+    """Raised when a measurement cannot be made."""
+
+
+class WorkerError(MeasureError, RuntimeError):
+    """Raised when the default config itself cannot be compiled or run: nothing can be measured."""
+
+
+# -- collection -------------------------------------------------------------------------------
+
+
+class CollectError(TgtError):
+    """Raised when a collect request cannot be carried out as given."""
+
+
+class PlanError(CollectError):
+    """Raised for a plan file that cannot be read or names an unknown key."""
+
+
+# -- datasets ---------------------------------------------------------------------------------
+
+
+class DatasetError(TgtError):
+    """Raised for a dataset directory that cannot be read or written as asked (names file/key)."""
+
+
+class FormatVersionError(DatasetError):
+    """Raised for a dataset written by a newer tgt than this one."""
+
+
+# -- baseline ---------------------------------------------------------------------------------
+
+
+class BaselineError(TgtError):
+    """Raised when the reference cost model cannot be trained or scored."""
+
+
+class NothingToScore(BaselineError, DatasetError):
+    """Raised for a collection where no held-out config can be ranked (a DatasetError too)."""
+
+
+# -- validation -------------------------------------------------------------------------------
+
+
+class ValidateError(TgtError):
+    """Raised inside validation for a file that cannot be read; checks turn it into findings."""
+
+
+class NpzError(ValidateError):
+    """Raised for an npz member that cannot be read; ``key`` names it (None: the archive itself)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key

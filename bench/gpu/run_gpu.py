@@ -31,8 +31,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 # Every third-party package the collect / validate path imports (pyproject dependencies).
-NEEDED = ("jax", "jaxlib", "numpy", "pyarrow", "polars", "networkx", "pymetis", "click", "rich",
-          "jsonschema", "flax", "optax", "scipy", "yaml", "ml_dtypes")
+NEEDED = ("jax", "jaxlib", "numpy", "pyarrow", "polars", "pymetis", "click", "rich", "jsonschema",
+          "flax", "optax", "scipy", "yaml", "ml_dtypes")
 PROGRAMS = ("resnet18", "gpt")
 
 

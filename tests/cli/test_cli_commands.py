@@ -131,14 +131,14 @@ def test_collect_without_inputs_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_collect_summary_shows_the_noise_floor() -> None:
-    from tpugraphs_tools.cli._common import console
+    from tpugraphs_tools.cli._common import terminal
     from tpugraphs_tools.cli.collect_cmd import _print_config_summary
 
     summary = {"configs": 5, "status": {"ok": 5, "control": 3, "repeat": 2},
                "best_speedup": 1.1, "worst_slowdown": 1.2, "ci_half_width_median": 0.021,
                "controls": 3, "controls_holding_1": 2, "noise_floor": 0.015,
                "control_range": (0.97, 1.01)}
-    with console.capture() as captured:
+    with terminal.console.capture() as captured:
         _print_config_summary({"g": summary})
     text = flat(captured.get())
     assert "noisefloor" in text and "±1.50%" in text and "2/3batches" in text

@@ -36,6 +36,7 @@ from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 from tpugraphs_tools.baseline.trivial import trivial_metrics
 from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.errors import NothingToScore as NothingToScore
 from tpugraphs_tools.format import DEFAULT_RATIOS, collection_of
 from tpugraphs_tools.partition import dense_relabel, load_partition, partition_graph
 
@@ -84,10 +85,6 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-class NothingToScore(DatasetError):
-    """A collection where no held-out config could be ranked."""
 
 
 def load_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,

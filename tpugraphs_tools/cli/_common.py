@@ -1,22 +1,120 @@
-"""Shared CLI plumbing: the rich console, the default dataset directory, error → exit code."""
+"""Shared CLI plumbing: the one terminal every command writes through, shared options, errors.
+
+Commands never import each other; what two of them share lives here.
+"""
 
 from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
 
 from tpugraphs_tools.errors import TgtError
 
 DEFAULT_DATA = "data/"
-# Rich falls back to 80 columns when output is piped; tables of ids need more.
-console = Console(width=None if sys.stdout.isatty() else 132)
-err_console = Console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Terminal:
+    """Every line the CLI shows: results on stdout, warnings and errors on stderr.
+
+    On a TTY, ``status`` and ``progress`` draw a live spinner or bar that disappears when the
+    work ends; otherwise (pipes, CI, tests) they draw nothing, so the output holds only results.
+    """
+
+    def __init__(self, out: Console | None = None, err: Console | None = None) -> None:
+        # Rich falls back to 80 columns when output is piped; tables of ids need more.
+        self.console = out or Console(width=None if sys.stdout.isatty() else 132)
+        self.err_console = err or Console(stderr=True)
+
+    @property
+    def interactive(self) -> bool:
+        """True when stdout is a terminal that can redraw a live line."""
+        return self.console.is_terminal and not self.console.is_dumb_terminal
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        """A result (text with rich markup, or a table) on stdout."""
+        self.console.print(*objects, **options)
+
+    def raw(self, text: str) -> None:
+        """Machine-readable text on stdout, verbatim (no markup, wrapping or colour)."""
+        click.echo(text)
+
+    def success(self, message: str, **options: Any) -> None:
+        """The closing ``✓`` line of a command that did its work."""
+        self.console.print(f"[green]✓[/] {message}", **options)
+
+    def note(self, label: str, message: str) -> None:
+        """A yellow ``label:`` line on stdout: part of the result (e.g. ``partial:``)."""
+        self.console.print(f"[yellow]{label}:[/] {message}", highlight=False)
+
+    def warnings(self, lines: Sequence[str], limit: int = 10) -> None:
+        """Up to ``limit`` warnings on stderr, then how many more there were."""
+        for line in lines[:limit]:
+            self.err_console.print(f"[yellow]warning:[/] {line}", highlight=False)
+        if len(lines) > limit:
+            self.err_console.print(f"[yellow]… {len(lines) - limit} more warnings[/]")
+
+    def error(self, message: str) -> None:
+        """A red ``error:`` line on stderr."""
+        self.err_console.print(f"[bold red]error:[/] {message}", highlight=False,
+                               soft_wrap=True)
+
+    def abort(self, message: str, code: int = 1) -> NoReturn:
+        """Print ``message`` as an error and exit with ``code``."""
+        self.error(message)
+        sys.exit(code)
+
+    def table(self, title: str, columns: Sequence[str], *, right: Collection[str] = (),
+              **options: Any) -> Table:
+        """An empty table with ``columns`` (those in ``right`` right-aligned); add rows, print."""
+        table = Table(title=title, **options)
+        for column in columns:
+            table.add_column(column, justify="right" if column in right else "left")
+        return table
+
+    @contextmanager
+    def status(self, message: str) -> Iterator[Callable[[str], None]]:
+        """A spinner with elapsed time while the block runs; yields a setter for its message."""
+        if not self.interactive:
+            yield _ignore
+            return
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=self.console, transient=True) as bar:
+            task = bar.add_task(message, total=None)
+            yield lambda text: bar.update(task, description=text)
+
+    @contextmanager
+    def progress(self, label: str) -> Iterator[Callable[[int, int], None]]:
+        """A bar ``label ━━━ i/n elapsed``; yields ``advance(done, total)``."""
+        if not self.interactive:
+            yield _ignore
+            return
+        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=self.console, transient=True) as bar:
+            task = bar.add_task(label, total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def _ignore(*_args: object) -> None:
+    """Progress sink of the plain (non-TTY) terminal."""
+
+
+terminal = Terminal()
 
 
 def handle_errors(fn: F) -> F:
@@ -27,8 +125,7 @@ def handle_errors(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except TgtError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            sys.exit(1)
+            terminal.abort(str(exc))
 
     return wrapper  # type: ignore[return-value]
 
@@ -37,3 +134,24 @@ def data_argument(fn: F) -> F:
     """Optional DATA argument defaulting to ``data/`` so documented commands work verbatim."""
     return click.argument("data", required=False, default=DEFAULT_DATA,
                           type=click.Path(file_okay=False))(fn)
+
+
+def _ratios(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[float, ...]:
+    from tpugraphs_tools.publish import parse_ratios
+
+    try:
+        return parse_ratios(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def split_options(fn: F) -> F:
+    """--split-by/--seed/--ratios, shared by export and publish so both split alike."""
+    fn = click.option("--ratios", default="0.8,0.1,0.1", show_default=True, callback=_ratios,
+                      help="train,valid,test fractions of the groups without a stored split.")(fn)
+    fn = click.option("--seed", type=int, default=0, show_default=True,
+                      help="Seed of the group shuffle (same seed, same splits).")(fn)
+    return click.option("--split-by", type=click.Choice(["program", "fingerprint"]),
+                        default="program", show_default=True,
+                        help="Group kept whole in one split. A split already in "
+                             "graphs.parquet is kept and its group follows it.")(fn)

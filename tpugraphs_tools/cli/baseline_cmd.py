@@ -6,10 +6,9 @@ import math
 
 import click
 from rich import box
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import console, data_argument, handle_errors
+from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
 
 # Per collection kind, the columns its literature reports (anchors.md: layout → τ, OPA,
 # slowdown; tile → Kaggle score, top-K error).
@@ -105,21 +104,19 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
                           finetune_epochs=finetune_epochs),
         prepare=PrepareOptions(prune=prune, pad_minus_one=pad_minus_one,
                                hlo_features=hlo_features, max_configs=max_configs, seed=seed))
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("baseline", total=None)
-        report = run_baseline(data, opts, progress=lambda m: bar.update(task, description=m))
+    with terminal.status("baseline") as show:
+        report = run_baseline(data, opts, progress=show)
     paths = (write_report(report, report_path) if report_path is not None
              else save_report(report, data))
     for name, section in report["collections"].items():
         for evaluation in section["evaluations"].values():
-            console.print(results_table(name, evaluation))
+            terminal.print(results_table(name, evaluation))
         for note in (section["notes"] + [n for ev in section["evaluations"].values()
                                          for n in ev["notes"]])[:10]:
-            console.print(f"[yellow]note:[/] {note}", highlight=False)
+            terminal.note("note", note)
     for name, reason in report["skipped"].items():
-        console.print(f"[yellow]not scored:[/] {name}: {reason}", highlight=False)
-    console.print(f"[green]✓[/] report written to {' and '.join(str(p) for p in paths)}")
+        terminal.note("not scored", f"{name}: {reason}")
+    terminal.success(f"report written to {' and '.join(str(p) for p in paths)}")
 
 
 def _fmt(value: float | None) -> str:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
+from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 
 
 @click.command("collect")
@@ -147,10 +146,9 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         from tpugraphs_tools.collect.failures import EXIT_PARTIAL
 
         for what, reason in summary.unmeasured.items():
-            console.print(f"[yellow]partial:[/] {what}: {reason}", highlight=False)
-        console.print(f"[yellow]partial:[/] {len(summary.unmeasured)} item(s) stored without "
-                      f"measured configs (exit status {EXIT_PARTIAL}); the other items are "
-                      "complete", highlight=False)
+            terminal.note("partial", f"{what}: {reason}")
+        terminal.note("partial", f"{len(summary.unmeasured)} item(s) stored without measured "
+                      f"configs (exit status {EXIT_PARTIAL}); the other items are complete")
         raise SystemExit(EXIT_PARTIAL)
 
 
@@ -158,13 +156,11 @@ def _run(request: Any, executor: str, address: str | None) -> Any:
     if executor == "ray":
         from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
 
-        return collect_with_ray(request, address=address, progress=console.print)
+        return collect_with_ray(request, address=address, progress=terminal.print)
     from tpugraphs_tools.collect.run import collect as run_collect
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("collecting", total=None)
-        return run_collect(request, progress=lambda msg: bar.update(task, description=msg))
+    with terminal.status("collecting") as show:
+        return run_collect(request, progress=show)
 
 
 def _print_summary(summary: Any) -> None:
@@ -175,9 +171,9 @@ def _print_summary(summary: Any) -> None:
     for row in summary.graphs:
         table.add_row(row["graph_id"], row["program"], str(row["num_nodes"]),
                       str(row["num_edges"]), str(row["num_configurable"]), str(row["num_configs"]))
-    console.print(table)
+    terminal.print(table)
     if summary.skipped:
-        console.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
+        terminal.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
     if summary.configs:
         _print_config_summary(summary.configs)
     for label, tiles in summary.tiles.items():
@@ -200,7 +196,7 @@ def _print_tile_summary(label: str, s: dict) -> None:
     if s.get("best_speedup"):
         table.add_row("fastest / slowest config ÷ default",
                       f"{1 / s['best_speedup']:.3f}× / {s['worst_slowdown']:.3f}×")
-    console.print(table)
+    terminal.print(table)
 
 
 def _print_config_summary(summaries: dict[str, dict]) -> None:
@@ -220,14 +216,14 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
                       str(status.get("noop", 0)), str(status.get("duplicate", 0)),
                       f"{sum(errors.values())}" + (f" ({detail})" if detail else ""), best, worst,
                       _pct(s.get("ci_half_width_median")), _control(s))
-    console.print(table)
+    terminal.print(table)
     floors = [s["noise_floor"] for s in summaries.values() if s.get("noise_floor") is not None]
     if floors:
         held = sum(s.get("controls_holding_1", 0) for s in summaries.values())
         total = sum(s.get("controls", 0) for s in summaries.values())
-        console.print(f"noise floor (A/A control CI half-width, median over graphs): "
-                      f"±{100 * sorted(floors)[len(floors) // 2]:.2f}%; control CI holds 1.0 "
-                      f"in {held}/{total} batches")
+        terminal.print(f"noise floor (A/A control CI half-width, median over graphs): "
+                       f"±{100 * sorted(floors)[len(floors) // 2]:.2f}%; control CI holds 1.0 "
+                       f"in {held}/{total} batches")
 
 
 def _pct(value: float | None) -> str:
@@ -255,4 +251,4 @@ def _print_status(root: str) -> None:
     for graph_id, info in status["partial"].items():
         table.add_row(graph_id, "[yellow]in progress[/]", str(info["measured"]),
                       f"journal: {info['header']}")
-    console.print(table)
+    terminal.print(table)

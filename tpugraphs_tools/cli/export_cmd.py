@@ -2,41 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import click
-from rich.table import Table
 
-from tpugraphs_tools.cli._common import console, data_argument, err_console, handle_errors
-
-
-def _ratios(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[float, ...]:
-    from tpugraphs_tools.publish import parse_ratios
-
-    try:
-        return parse_ratios(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def split_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """--split-by/--seed/--ratios, shared by export and publish so both split alike."""
-    fn = click.option("--ratios", default="0.8,0.1,0.1", show_default=True, callback=_ratios,
-                      help="train,valid,test fractions of the groups without a stored split.")(fn)
-    fn = click.option("--seed", type=int, default=0, show_default=True,
-                      help="Seed of the group shuffle (same seed, same splits).")(fn)
-    return click.option("--split-by", type=click.Choice(["program", "fingerprint"]),
-                        default="program", show_default=True,
-                        help="Group kept whole in one split. A split already in "
-                             "graphs.parquet is kept and its group follows it.")(fn)
-
-
-def print_warnings(warnings: list[str], limit: int = 10) -> None:
-    for line in warnings[:limit]:
-        err_console.print(f"[yellow]warning:[/] {line}", highlight=False)
-    if len(warnings) > limit:
-        err_console.print(f"[yellow]… {len(warnings) - limit} more warnings[/]")
+from tpugraphs_tools.cli._common import data_argument, handle_errors, split_options, terminal
 
 
 @click.command("export")
@@ -64,14 +32,12 @@ def export(data: str, fmt: str, out: str, source: str | None, split_by: str, see
     """
     from tpugraphs_tools.publish import export_tpugraphs
 
-    with console.status("exporting"):
+    with terminal.status("exporting"):
         result = export_tpugraphs(data, out, source=source, split_by=split_by, seed=seed,
                                   ratios=ratios, overwrite=overwrite)
-    print_warnings(result.warnings)
-    table = Table(title=f"{fmt} tree in {out}")
-    table.add_column("folder")
-    table.add_column("files", justify="right")
+    terminal.warnings(result.warnings)
+    table = terminal.table(f"{fmt} tree in {out}", ("folder", "files"), right={"files"})
     for folder, count in result.counts().items():
         table.add_row(folder, str(count))
-    console.print(table)
-    console.print(f"[green]✓[/] {len(result.files)} files → {out}")
+    terminal.print(table)
+    terminal.success(f"{len(result.files)} files → {out}")

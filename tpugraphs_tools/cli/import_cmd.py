@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
-from tpugraphs_tools.cli.export_cmd import print_warnings
+from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 
 
 @click.command("import")
@@ -41,17 +38,13 @@ def import_(tree: str, out: str, backend: str | None, batch_mb: int, jobs: int,
     from tpugraphs_tools.parallel import default_jobs
     from tpugraphs_tools.publish import import_tpugraphs
 
-    with Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
-        task = bar.add_task("import", total=None)
+    with terminal.progress("importing") as advance:
         result = import_tpugraphs(tree, out, backend=backend, overwrite=overwrite,
                                   batch_bytes=batch_mb << 20, jobs=jobs or default_jobs(),
-                                  progress=lambda i, n: bar.update(task, completed=i, total=n))
-    print_warnings(result.warnings)
-    table = Table(title=f"imported from {tree}")
-    table.add_column("folder")
-    table.add_column("graphs", justify="right")
+                                  progress=advance)
+    terminal.warnings(result.warnings)
+    table = terminal.table(f"imported from {tree}", ("folder", "graphs"), right={"graphs"})
     for folder, count in sorted(result.folders.items()):
         table.add_row(folder, str(count))
-    console.print(table)
-    console.print(f"[green]✓[/] {result.graphs} graphs, {result.configs} configs → {out}")
+    terminal.print(table)
+    terminal.success(f"{result.graphs} graphs, {result.configs} configs → {out}")

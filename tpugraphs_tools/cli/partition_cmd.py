@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from tpugraphs_tools.cli._common import console, data_argument, handle_errors
+from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
 
 
 @click.command("partition")
@@ -40,25 +38,21 @@ def partition(data: str, segments: int | None, max_segment_nodes: int | None, me
         segments = 64
     dataset = Dataset.open(data)
     name = partition_name(method, segments, max_segment_nodes)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("partitioning", total=None)
+    with terminal.status("partitioning") as show:
         results = partition_dataset(dataset, method=method, segments=segments,
                                     max_segment_nodes=max_segment_nodes,
                                     graph_ids=list(graph_ids) or None, collection=collection,
-                                    progress=lambda msg: bar.update(task, description=msg))
+                                    progress=show)
     if not results:
-        console.print(f"[yellow]no graphs to partition in {data}[/]")
+        terminal.print(f"[yellow]no graphs to partition in {data}[/]")
         return
-    table = Table(title=f"{name} partitions in {data}")
-    for col in ("graph_id", "nodes", "segments", "edge cut", "cut %", "balance", "seconds"):
-        table.add_column(col, justify="left" if col == "graph_id" else "right")
+    columns = ("graph_id", "nodes", "segments", "edge cut", "cut %", "balance", "seconds")
+    table = terminal.table(f"{name} partitions in {data}", columns, right=columns[1:])
     for res in results:
         row = res.row
         pct = 100.0 * row["edge_cut"] / max(row["num_edges"], 1)
         table.add_row(row["graph_id"], str(row["num_nodes"]), str(row["num_segments"]),
                       str(row["edge_cut"]), f"{pct:.2f}", f"{row['balance']:.3f}",
                       f"{row['seconds']:.3f}")
-    console.print(table)
-    console.print(f"[green]✓[/] {len(results)} graphs → partitions/{name}/ "
-                  f"(table partitions)")
+    terminal.print(table)
+    terminal.success(f"{len(results)} graphs → partitions/{name}/ (table partitions)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import console, handle_errors
+from tpugraphs_tools.cli._common import handle_errors, terminal
 
 
 @click.command("programs")
@@ -51,4 +51,4 @@ def programs(measure_preset: str | None) -> None:
                 f"{p}: {known[p][0]:,} / {known[p][1]:,}" if p in known else f"{p}: -"
                 for p in prog.presets)
         table.add_row(prog.name, prog.description, cell)
-    console.print(table)
+    terminal.print(table)

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import click
-from rich.table import Table
 
-from tpugraphs_tools.cli._common import console, data_argument, handle_errors
-from tpugraphs_tools.cli.export_cmd import print_warnings, split_options
+from tpugraphs_tools.cli._common import data_argument, handle_errors, split_options, terminal
 
 
 @click.command("publish")
@@ -39,17 +37,15 @@ def publish(data: str, out: str, name: str | None, license_: str, version: str, 
     """
     from tpugraphs_tools.publish import publish_dataset
 
-    with console.status("publishing"):
+    with terminal.status("publishing"):
         result = publish_dataset(data, out, name=name, license=license_, version=version,
                                  split_by=split_by, seed=seed, ratios=ratios,
                                  max_shard_bytes=max_shard_mb << 20, overwrite=overwrite)
-    print_warnings(result.warnings)
-    table = Table(title=f"{result.name} in {out}")
-    for col in ("split", "graphs", "configs"):
-        table.add_column(col, justify="left" if col == "split" else "right")
+    terminal.warnings(result.warnings)
+    table = terminal.table(f"{result.name} in {out}", ("split", "graphs", "configs"),
+                           right={"graphs", "configs"})
     graphs, configs = result.rows("graphs"), result.rows("configs")
     for split, count in graphs.items():
         table.add_row(split, str(count), str(configs.get(split, 0)))
-    console.print(table)
-    console.print(f"[green]✓[/] {len(result.shards)} shards, README.md, croissant.json, "
-                  f"SHA256SUMS → {out}")
+    terminal.print(table)
+    terminal.success(f"{len(result.shards)} shards, README.md, croissant.json, SHA256SUMS → {out}")

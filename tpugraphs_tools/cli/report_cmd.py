@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tpugraphs_tools.cli._common import console, data_argument, handle_errors
+from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
 
 
 @click.command("report")
@@ -25,8 +25,8 @@ def report(data: str, out: str, overwrite: bool) -> None:
     """
     from tpugraphs_tools.publish import write_report
 
-    with console.status("drawing"):
+    with terminal.status("drawing"):
         result = write_report(data, out, overwrite=overwrite)
     stats = result.stats
-    console.print(f"[green]✓[/] {stats.graphs} graphs, {stats.configs} configs, "
-                  f"{len(result.plots)} plots → {result.page}")
+    terminal.success(f"{stats.graphs} graphs, {stats.configs} configs, "
+                     f"{len(result.plots)} plots → {result.page}")

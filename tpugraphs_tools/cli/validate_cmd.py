@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 from rich.markup import escape
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import DEFAULT_DATA, console, handle_errors
+from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 from tpugraphs_tools.validate.catalog import CLASSES
 from tpugraphs_tools.validate.report import Finding, Report
 
@@ -46,11 +45,11 @@ def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
 
     report = validate_path(data, max_errors=max_errors, jobs=jobs or default_jobs())
     if as_json:
-        click.echo(json.dumps({**report.to_json(), "ok": report.ok(strict=strict),
-                               "strict": strict}, indent=2))
+        terminal.raw(json.dumps({**report.to_json(), "ok": report.ok(strict=strict),
+                                 "strict": strict}, indent=2))
     else:
         _render(report, examples, strict)
-    sys.exit(0 if report.ok(strict=strict) else 1)
+    raise SystemExit(0 if report.ok(strict=strict) else 1)
 
 
 def _render(report: Report, examples: int, strict: bool) -> None:
@@ -58,12 +57,12 @@ def _render(report: Report, examples: int, strict: bool) -> None:
     findings = report.findings
     head = f"{report.root} ({report.kind}, {report.files_checked} files checked)"
     if not findings:
-        console.print(f"[green]✓[/] {escape(head)}: clean", highlight=False)
+        terminal.success(f"{escape(head)}: clean", highlight=False)
         return
     by_class: dict[str, dict[str, list[Finding]]] = {}
     for f in findings:
         by_class.setdefault(f.fault_class, {}).setdefault(f.check, []).append(f)
-    console.print(f"validation findings: {escape(head)}", highlight=False)
+    terminal.print(f"validation findings: {escape(head)}", highlight=False)
     order = {c: i for i, c in enumerate(CLASSES)}
     for cls in sorted(by_class, key=lambda c: order.get(c, 99)):
         groups = by_class[cls]
@@ -79,8 +78,8 @@ def _render(report: Report, examples: int, strict: bool) -> None:
                 lines.append(f"… {len(items) - len(shown)} more")
             colour = "red" if items[0].severity == "error" else "yellow"
             table.add_row(f"[{colour}]{check}[/]", str(len(items)), "\n".join(lines))
-        console.print(table)
+        terminal.print(table)
     verdict = "[red]FAIL[/]" if not report.ok(strict=strict) else "[yellow]OK (warnings)[/]"
-    console.print(f"{verdict}: {len(report.errors)} errors, {len(report.warnings)} warnings"
-                  + (" (stopped early: --max-errors)" if report.truncated else ""),
-                  highlight=False)
+    terminal.print(f"{verdict}: {len(report.errors)} errors, {len(report.warnings)} warnings"
+                   + (" (stopped early: --max-errors)" if report.truncated else ""),
+                   highlight=False)

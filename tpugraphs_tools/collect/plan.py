@@ -24,7 +24,7 @@ from typing import Any
 from tpugraphs_tools.collect.layout import LayoutOptions
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest
 from tpugraphs_tools.collect.tile import TileOptions
-from tpugraphs_tools.errors import TgtError
+from tpugraphs_tools.errors import PlanError as PlanError
 
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 LAYOUT_KEYS = {"configs": "configs", "strategy": "strategy", "seed": "seed",
@@ -35,10 +35,6 @@ LAYOUT_KEYS = {"configs": "configs", "strategy": "strategy", "seed": "seed",
                "max_seconds_per_config": "max_seconds_per_config", "copies": "copies"}
 TILE_KEYS = {"max_kernels": "max_kernels"}
 ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *LAYOUT_KEYS, *TILE_KEYS}
-
-
-class PlanError(TgtError):
-    """A plan file that cannot be read or names an unknown key."""
 
 
 def load_plan_file(path: str | Path) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from tpugraphs_tools.errors import HloParseError
+from tpugraphs_tools.errors import StatementError as StatementError
 from tpugraphs_tools.hlo.module import Instruction, Module, Shape
 
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(){}=,\"]+)\s*(\(.*\)\s*->\s*.*)?\{\s*$")
@@ -38,15 +39,6 @@ _CALL_ATTRS = (
 # (line, kind, payload): kind "module" (text after HloModule), "open" ((name, is_entry)),
 # "close" (execution thread or None) or "inst" (one instruction as a single line).
 Statement = tuple[int, str, object]
-
-
-class StatementError(ValueError):
-    """Text that is not the statement it should be, at ``line``."""
-
-    def __init__(self, message: str, line: int, layout: bool = False) -> None:
-        super().__init__(message)
-        self.line = line
-        self.layout = layout  # the line is not a whole statement (the scanner may read it)
 
 
 def match_close(text: str, start: int) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tpugraphs_tools.errors import WorkerError as WorkerError
 from tpugraphs_tools.measure.paired import StopRule
 
 OK, NOOP, DUPLICATE = "ok", "noop", "duplicate"
@@ -57,7 +58,3 @@ class Job:
     slots: list[dict[str, Any]] = field(default_factory=list)  # apply.constraint_slots
     options: dict[str, Any] | None = None
     fault: str | None = None  # tests only: "crash" | "hang" | "raise" | "crash_run"
-
-
-class WorkerError(RuntimeError):
-    """The default config itself could not be compiled or run: nothing can be measured."""

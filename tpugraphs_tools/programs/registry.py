@@ -35,18 +35,12 @@ from typing import Any
 
 import jax
 
-from tpugraphs_tools.errors import TgtError, UnknownProgramError
+from tpugraphs_tools.errors import ProgramArgsError as ProgramArgsError
+from tpugraphs_tools.errors import UnknownPresetError as UnknownPresetError
+from tpugraphs_tools.errors import UnknownProgramError
 
 DTYPES = ("float32", "bfloat16")
 MODES = ("infer", "train")
-
-
-class ProgramArgsError(TgtError, ValueError):
-    """ProgramArgs a program cannot build (e.g. an image size its downsampling cannot divide)."""
-
-
-class UnknownPresetError(ProgramArgsError):
-    """A preset, dtype or mode a program does not offer (message lists the valid ones)."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.errors import TgtError
+from tpugraphs_tools.errors import InstallError
 from tpugraphs_tools.publish._report_stats import (
     ERROR_STATUSES,
     SKIPPED_STATUSES,
@@ -29,8 +29,8 @@ def _matplotlib() -> tuple[Any, Any, Any]:
         from matplotlib.figure import Figure
         from matplotlib.ticker import MaxNLocator
     except ImportError:
-        raise TgtError("tgt report needs matplotlib: pip install 'tpugraphs-tools[publish]'"
-                       ) from None
+        raise InstallError("tgt report needs matplotlib: pip install 'tpugraphs-tools[publish]'"
+                           ) from None
     return Figure, FigureCanvasAgg, MaxNLocator
 
 

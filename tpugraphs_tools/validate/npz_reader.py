@@ -23,6 +23,8 @@ from queue import Empty, Full, Queue
 import numpy as np
 from numpy.lib import format as npy_format
 
+from tpugraphs_tools.errors import NpzError as NpzError
+
 CHUNK_BYTES = 8 << 20
 SMALL_BYTES = 1 << 20  # members up to this size are read with their header, in one open
 _MAGIC = b"\x93NUMPY"
@@ -33,14 +35,6 @@ _HEADER_RE = re.compile(rb"^\{'descr': '([<>|=]?[a-zA-Z]\d*)', 'fortran_order': 
 _COPY_BYTES = 1 << 20  # cache-sized blocks: CRC + copy stay in L2
 # Deflate cannot expand data by more than ~1032:1; anything beyond is a lying header.
 _MAX_DEFLATE_RATIO = 1100
-
-
-class NpzError(Exception):
-    """A member that cannot be read; ``key`` names it (None: the archive itself)."""
-
-    def __init__(self, message: str, key: str | None = None) -> None:
-        super().__init__(message)
-        self.key = key
 
 
 @dataclass(frozen=True)

@@ -36,14 +36,10 @@ from tpugraphs_tools.collect.run import (
     start_graph,
 )
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
-from tpugraphs_tools.errors import TgtError
+from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.hlo.text import parse_hlo_text
 from tpugraphs_tools.measure.worker import WorkerError
 from tpugraphs_tools.store import Dataset
-
-
-class RayUnavailableError(TgtError):
-    """``--executor ray`` without ray installed."""
 
 
 def measure_chunk(text: str, opts: LayoutOptions, indices: list[int]) -> list[dict[str, Any]]:
