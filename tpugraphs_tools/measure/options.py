@@ -87,12 +87,11 @@ class MeasureOptions:
                                  f"got {getattr(self, name)!r}")
 
     @classmethod
-    def from_keys(cls, values: Mapping[str, Any], backend: str | None = None
-                  ) -> MeasureOptions:
+    def from_keys(cls, values: Mapping[str, Any]) -> MeasureOptions:
         """The one builder: plan keys / CLI flag values (keys other than :data:`KEYS` are
         ignored, so a plan item or the CLI's parameters can be passed whole). Raises
         ValueError naming the key of a bad value."""
-        return cls(**{k: values[k] for k in KEYS if k in values}, backend=backend)
+        return cls(**{k: values[k] for k in KEYS if k in values})
 
     @property
     def stop(self) -> StopRule:
@@ -108,7 +107,7 @@ _DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}
 KEYS = tuple(name for name in _DEFAULTS if name not in ("backend", "rtol", "adaptive"))
 # Checked once, here (the CLI's click ranges say the same): field -> minimum (None: any).
 _MINIMUM: dict[str, float | None] = {
-    "configs": 0, "seed": None, "warmup": 0, "repeats": 1, "timeout": 0.0, "workers": 1,
+    "configs": 0, "seed": None, "warmup": 0, "repeats": 1, "timeout": None, "workers": 1,
     "timing_batch": 1, "min_sample_ms": 0.0, "target_precision": 0.0, "max_rounds": 3,
     "max_seconds_per_config": 0.0, "copies": 1, "max_kernels": 1}
 _OPTIONAL = {"max_kernels"}
@@ -116,16 +115,21 @@ _CHOICES: dict[str, tuple[str, ...]] = {"strategy": STRATEGIES, "isolation": ISO
                                         "timing": ENGINES}
 
 
+def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:
+    """How the workers are driven; ``isolation`` is ``opts.isolation`` resolved for the
+    platform (device_env.isolation_for)."""
+    return PipelineOptions(compile_workers=opts.workers, timing_batch=opts.timing_batch,
+                           timeout_s=opts.timeout, isolation=isolation)
+
+
 def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options: dict[str, Any],
                    isolation: str) -> tuple[SessionSpec, PipelineOptions]:
-    """Worker specs of a layout collection: ``opts.timing``'s engine, every pipeline knob."""
+    """Worker specs of a layout collection: ``opts.timing``'s engine."""
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed,
                        warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
                        options=compile_options, engine=opts.timing,
                        min_sample_ms=opts.min_sample_ms, stop=opts.stop, adaptive=opts.adaptive)
-    pipeline = PipelineOptions(compile_workers=opts.workers, timing_batch=opts.timing_batch,
-                               timeout_s=opts.timeout, isolation=isolation)
-    return spec, pipeline
+    return spec, pipeline_options(opts, isolation)
 
 
 def kernel_session(opts: MeasureOptions, text: str, rtol: float,
@@ -133,9 +137,9 @@ def kernel_session(opts: MeasureOptions, text: str, rtol: float,
                    fresh_compiler_per_job: bool) -> tuple[SessionSpec, PipelineOptions]:
     """Worker specs of one tile kernel: the fixed engine, deduplicated on generated code (an
     option that changes neither the HLO nor the code is a no-op), the optimized HLO returned
-    with each result. Compile workers and timing batch keep the pipeline's defaults."""
+    with each result."""
     spec = SessionSpec(base_text=text, options=compile_options, backend=opts.backend,
                        seed=opts.seed, warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
                        dedupe_on_code=True, return_optimized=True,
                        fresh_compiler_per_job=fresh_compiler_per_job)
-    return spec, PipelineOptions(timeout_s=opts.timeout, isolation=isolation)
+    return spec, pipeline_options(opts, isolation)
