@@ -39,15 +39,15 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -
     """One collection into a fresh dataset: its config rows and its wall time."""
     import polars as pl
 
-    from tpugraphs_tools.collect.layout import LayoutOptions
     from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
+    from tpugraphs_tools.measure.options import MeasureOptions
     from tpugraphs_tools.programs import ProgramArgs
 
-    layout = LayoutOptions(configs=configs, seed=seed,
-                           timing="fixed" if mode == "fixed" else "paired",
-                           adaptive=mode != "paired_all")
+    layout = MeasureOptions(configs=configs, seed=seed,
+                            timing="fixed" if mode == "fixed" else "paired",
+                            adaptive=mode != "paired_all")
     with TemporaryDirectory(prefix="tgt-labels-") as out:
-        item = CollectItem(program=program, program_args=ProgramArgs(**args), layout=layout)
+        item = CollectItem(program=program, program_args=ProgramArgs(**args), options=layout)
         start = time.perf_counter()
         collect(CollectRequest(items=[item], out=out))
         wall = time.perf_counter() - start

@@ -65,18 +65,19 @@ def main() -> int:
     a = parser.parse_args()
 
     from tpugraphs_tools.collect.tile import TileOptions, collect_tile
+    from tpugraphs_tools.measure.options import MeasureOptions
 
     body: list[str] = []
     for name in a.programs.split(","):
         src, args = compiled(name, a.preset)
-        opts = TileOptions(configs_per_kernel=a.configs, max_kernels=a.kernels or None, seed=a.seed,
-                           warmup=a.warmup, repeats=a.repeats)
+        opts = TileOptions(MeasureOptions(configs=a.configs, max_kernels=a.kernels or None,
+                                          seed=a.seed, warmup=a.warmup, repeats=a.repeats))
         start = time.perf_counter()
         result = collect_tile(src, program=name, program_args=args.as_dict(),
                               parent_graph_id=None, opts=opts,
                               progress=lambda m: print("  ", m, file=sys.stderr, flush=True))
         seconds = time.perf_counter() - start
-        s = result.summary
+        s = result.summary.to_json()
         top = s["largest_effect"] or {}
         print(json.dumps({k: v for k, v in s.items() if k != "skipped"}, default=str, indent=1))
         body += [

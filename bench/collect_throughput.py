@@ -51,8 +51,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from tpugraphs_tools.collect.graphs import lower_program
-    from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
+    from tpugraphs_tools.collect.layout import collect_layout_configs
     from tpugraphs_tools.configs import generate_configs, layout_space
+    from tpugraphs_tools.measure.options import MeasureOptions
     from tpugraphs_tools.measure.processes import resolve_isolation
     from tpugraphs_tools.programs import default_args
 
@@ -63,9 +64,9 @@ def main() -> int:
 
     naive_wall, naive_compile, naive_timed = naive_loop(src, configs, space, args.repeats,
                                                         args.warmup)
-    opts = LayoutOptions(configs=args.configs, repeats=args.repeats, warmup=args.warmup,
-                         workers=args.workers, batch=args.timing_batch,
-                         isolation=args.isolation, timing="fixed")  # N runs, like naive
+    opts = MeasureOptions(configs=args.configs, repeats=args.repeats, warmup=args.warmup,
+                          workers=args.workers, timing_batch=args.timing_batch,
+                          isolation=args.isolation, timing="fixed")  # N runs, like naive
     start = time.perf_counter()
     result = collect_layout_configs(src.text, src.module, opts, configs=configs)
     tgt_wall = time.perf_counter() - start
@@ -73,7 +74,7 @@ def main() -> int:
     measure_s = sum(r.get("measure_seconds") or 0 for r in result.rows)
     bound = max(measure_s, compile_s / args.workers)
     n = len(configs)
-    statuses = result.summary["status"]
+    statuses = result.summary.status
     body = "\n".join([
         f"{args.program} b1@{args.image_size}, {n} `default`-strategy layout configs, "
         f"{args.repeats} timed runs each, {args.warmup} warm-ups; both loops in one run on the "

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.collect.failures import DEFAULT_FAILED, EXIT_PARTIAL, failure_reason
-from tpugraphs_tools.collect.layout import LayoutOptions
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
 from tpugraphs_tools.hlo import from_file
+from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
@@ -64,9 +64,9 @@ def test_custom_call_module_is_stored_with_failure_rows_and_exit_partial(tmp_pat
 
 
 def test_send_recv_beside_a_runnable_module(tmp_path: Path, write_file, tiny_hlo: str):
-    layout = LayoutOptions(configs=2, repeats=1, warmup=0)
-    items = [CollectItem(hlo=str(write_file("sr.hlo", SEND_RECV)), layout=layout),
-             CollectItem(hlo=str(write_file("tiny.hlo", tiny_hlo)), layout=layout)]
+    options = MeasureOptions(configs=2, repeats=1, warmup=0)
+    items = [CollectItem(hlo=str(write_file("sr.hlo", SEND_RECV)), options=options),
+             CollectItem(hlo=str(write_file("tiny.hlo", tiny_hlo)), options=options)]
     summary = collect(CollectRequest(items=items, out=str(tmp_path / "d")))
     assert summary.partial and len(summary.unmeasured) == 1
     [reason] = summary.unmeasured.values()
@@ -97,7 +97,7 @@ def test_failed_collect_leaves_no_out_folder(tmp_path: Path, write_file):
 def test_ray_chunk_of_an_unrunnable_module_returns_failure_rows():
     from tpugraphs_tools.collect.executors.ray_executor import measure_chunk
 
-    rows = measure_chunk(CUSTOM_CALL, LayoutOptions(configs=3, repeats=1, warmup=0), [1, 2])
+    rows = measure_chunk(CUSTOM_CALL, MeasureOptions(configs=3, repeats=1, warmup=0), [1, 2])
     assert [r["config_index"] for r in rows] == [1, 2]
     assert {r["status"] for r in rows} == {DEFAULT_FAILED}
     assert not any(r["is_default"] for r in rows)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tpugraphs_tools.collect.layout import arrays_from_rows, next_control_index
+from tpugraphs_tools.collect.layout import layout_result, next_control_index
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.hlo.text import parse_hlo_text
 
@@ -50,7 +50,8 @@ def test_control_rows_never_enter_the_npz(space_configs):
     rows = [_row(0, "ok", None, None, is_default=True),
             _row(1, "ok", 0.5, 2000), _row(2, "ok", 1.5, 2200),
             _row(3, "control", 1.01, 2000), _row(4, "control", 0.99, 2400)]
-    arrays, summary = arrays_from_rows(rows, configs, space)
+    result = layout_result(rows, configs, space)
+    arrays, summary = result.arrays, result.summary
     runtime = arrays["config_runtime"]
     assert runtime.tolist() == [2100, 1050, 3150]  # ratio × median in-window default
     assert arrays["node_config_feat"].shape[0] == 3
@@ -58,9 +59,9 @@ def test_control_rows_never_enter_the_npz(space_configs):
     default = rows[0]
     assert default["relative_to_default"] == 1.0 and default["stop_reason"] == "reference"
     assert default["default_runtime_ns"] == 2100 and default["runtime_min_ns"] == 2000
-    assert summary["configs"] == 3 and summary["controls"] == 2
-    assert summary["controls_holding_1"] == 2
-    assert summary["noise_floor"] == pytest.approx(0.02)
+    assert summary.configs == 3 and summary.labels.controls == 2
+    assert summary.labels.controls_holding_1 == 2
+    assert summary.labels.noise_floor == pytest.approx(0.02)
 
 
 def test_control_indices_follow_the_configs():

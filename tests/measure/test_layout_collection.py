@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
-from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
+from tpugraphs_tools.collect.layout import collect_layout_configs
 from tpugraphs_tools.configs import LayoutConfig, layout_space
+from tpugraphs_tools.measure.options import MeasureOptions
+from tpugraphs_tools.measure.workers import FAULTS_ENV
 
 
 def _explicit_configs(module):
@@ -24,11 +27,17 @@ def _explicit_configs(module):
     ]
 
 
-def test_noop_crash_duplicate_and_real_configs(convnet_source):
+def _inject(monkeypatch: pytest.MonkeyPatch, faults: dict[int, str]) -> None:
+    """Test-only faults reach the spawned workers through their environment."""
+    monkeypatch.setenv(FAULTS_ENV, json.dumps(faults))
+
+
+def test_noop_crash_duplicate_and_real_configs(convnet_source, monkeypatch):
     src = convnet_source
     space, configs = _explicit_configs(src.module)
-    opts = LayoutOptions(configs=len(configs), warmup=1, timeout_s=60, faults={3: "crash"},
-                         min_sample_ms=1, max_rounds=8)
+    _inject(monkeypatch, {3: "crash"})
+    opts = MeasureOptions(configs=len(configs), warmup=1, timeout=60, min_sample_ms=1,
+                          max_rounds=8)
     result = collect_layout_configs(src.text, src.module, opts, configs=configs)
     status = [r["status"] for r in result.rows]
     assert status[:6] == ["ok", "noop", "ok", "crash", "duplicate", "ok"]
@@ -49,7 +58,7 @@ def test_noop_crash_duplicate_and_real_configs(convnet_source):
     assert rows[1]["duplicate_of"] == 0 and rows[1]["npz_row"] is None
     assert rows[4]["duplicate_of"] == 2
     assert "SIGSEGV" in rows[3]["error_message"]
-    assert result.summary["worker_restarts"] == 1
+    assert result.summary.worker_restarts == 1
     # Copies the forced layout needs are visible in the stored realized layouts.
     assert rows[0]["num_copies"] == 0 and rows[2]["num_copies"] > 0
     realized = json.loads(rows[2]["realized"])
@@ -71,11 +80,11 @@ def test_noop_crash_duplicate_and_real_configs(convnet_source):
             assert r["runtime_min_ns"] > 0 and r["max_abs_error"] < 1e-3
 
 
-def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source):
+def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source, monkeypatch):
     src = convnet_source
     _, configs = _explicit_configs(src.module)
-    opts = LayoutOptions(configs=3, warmup=0, timeout_s=15, faults={1: "hang", 2: "raise"},
-                         min_sample_ms=1, max_rounds=8)
+    _inject(monkeypatch, {1: "hang", 2: "raise"})
+    opts = MeasureOptions(configs=3, warmup=0, timeout=15, min_sample_ms=1, max_rounds=8)
     result = collect_layout_configs(src.text, src.module, opts,
                                     configs=[configs[0], configs[2], configs[5]])
     # Nothing reached timing: a control-only batch still measures the default in a window.

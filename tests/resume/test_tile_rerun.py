@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest, build_graph, collect
-from tpugraphs_tools.collect.tile import TileOptions
+from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.programs import ProgramArgs
 from tpugraphs_tools.store import Dataset
 
@@ -11,8 +11,7 @@ from tpugraphs_tools.store import Dataset
 def test_second_tile_run_measures_nothing(tmp_path):
     item = CollectItem(program="resnet18", program_args=ProgramArgs(preset="tiny"),
                        collection="tile",
-                       tile=TileOptions(configs_per_kernel=2, max_kernels=2, repeats=2,
-                                        warmup=0))
+                       options=MeasureOptions(configs=2, max_kernels=2, repeats=2, warmup=0))
     request = CollectRequest(items=[item], out=str(tmp_path / "data"))
     first = collect(request)
     assert first.graphs and not first.skipped

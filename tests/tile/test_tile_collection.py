@@ -17,6 +17,7 @@ from tpugraphs_tools.collect.tile import TileOptions, collect_tile, measure_kern
 from tpugraphs_tools.configs.tile import CpuKernelOptions, KernelConfig
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
@@ -36,15 +37,16 @@ def resnet18():
 
 def test_resnet18_tile_collection_is_valid_tpugraphs_tile_data(resnet18, tmp_path):
     src, args = resnet18
-    opts = TileOptions(configs_per_kernel=8, max_kernels=3, repeats=5, warmup=1, timeout_s=60)
+    opts = TileOptions(MeasureOptions(configs=8, max_kernels=3, repeats=5, warmup=1, timeout=60))
     result = collect_tile(src, program="resnet18", program_args=args.as_dict(),
                           parent_graph_id="resnet18.parent", opts=opts)
     s = result.summary
-    assert s["config_space"] == "cpu-kernel-options"
-    assert s["kernels"] + s["kernels_skipped"] == 3 and s["kernels"] >= 1
-    assert s["configs"] == sum(s["status"].values()) >= s["configs_stored"]
-    assert set(s["status"]) <= {"ok", "noop", "duplicate"}
-    assert s["largest_effect"]["effect_cv"] >= 0 and s["largest_effect"]["config"]
+    assert s.config_space == "cpu-kernel-options"
+    assert s.kernels + s.kernels_skipped == 3 and s.kernels >= 1
+    assert s.configs == sum(s.status.values()) >= s.configs_stored
+    assert set(s.status) <= {"ok", "noop", "duplicate"}
+    assert s.largest_effect is not None
+    assert (s.largest_effect.effect_cv or 0) >= 0 and s.largest_effect.config
     dataset = Dataset.open(tmp_path / "ds", create=True)
     write_graphs(dataset, [g for g, _ in result.graphs],
                  configs={g.graph_id: rows for g, rows in result.graphs})
@@ -85,7 +87,7 @@ def test_resnet18_tile_collection_is_valid_tpugraphs_tile_data(resnet18, tmp_pat
         again = featurize(parse_hlo_text(dataset.hlo_text(collected.graph_id)))
         np.testing.assert_array_equal(again.node_opcode, arrays["node_opcode"])
         np.testing.assert_array_equal(again.edge_index, arrays["edge_index"])
-    assert s["instances"] == {g: i for g, i in s["instances"].items() if len(i) > 1}
+    assert s.instances == {g: i for g, i in s.instances.items() if len(i) > 1}
 
 
 def test_noop_is_judged_by_hlo_and_machine_code(resnet18):
@@ -103,7 +105,7 @@ def test_noop_is_judged_by_hlo_and_machine_code(resnet18):
                KernelConfig.of(opt_level=0), KernelConfig.of(opt_level=0, **noop),
                KernelConfig.of(opt_level=0), KernelConfig.of(library=("NO_SUCH_TYPE",)),
                KernelConfig.of(opt_level=1)]
-    opts = TileOptions(configs_per_kernel=10, repeats=2, warmup=0, timeout_s=60)
+    opts = TileOptions(MeasureOptions(configs=10, repeats=2, warmup=0, timeout=60))
     run = measure_kernel(kernel, CpuKernelOptions(include_presets=True), opts, configs)
     statuses = [r["status"] for r in run.rows]
     assert statuses[:5] == ["ok", "noop", "ok", "duplicate", "compile_error"]

@@ -46,7 +46,7 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 @click.option("--seed", default=0, show_default=True, help="Seed for configs and inputs.")
 @click.option("--repeats", default=10, show_default=True, type=click.IntRange(min=1),
               help="Tile collection and --timing fixed: timed rounds per config.")
-@click.option("--timing", "timing_engine", type=click.Choice(["paired", "fixed"]),
+@click.option("--timing", "timing", type=click.Choice(["paired", "fixed"]),
               default="paired", show_default=True,
               help="Layout labels. paired: samples of k runs next to default samples, ratio "
                    "CIs, rounds added until sure, an A/A control per batch; fixed: the old "
@@ -69,7 +69,7 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
                    "identical programs loaded twice differ by ~1%% (code/buffer placement), "
                    "and the copies' spread enters every CI.")
 @click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
-@click.option("--timeout", "timeout_s", default=120.0, show_default=True,
+@click.option("--timeout", "timeout", default=120.0, show_default=True,
               help="Seconds per config (compile, or run) before the worker is killed.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Compile worker processes running ahead of the measurement worker.")
@@ -85,13 +85,8 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 @click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
 @handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
-            status_of: str | None, out: str | None, batch: int, image_size: int | None,
-            seq_len: int | None, dtype: str, preset: str, mode: str, backend: str | None,
-            collection: str, configs: int, max_kernels: int | None, strategy: str, seed: int,
-            repeats: int, timing_engine: str, min_sample_ms: float, target_precision: float,
-            max_rounds: int, max_seconds_per_config: float, copies: int, warmup: int,
-            timeout_s: float, workers: int, timing_batch: int, isolation: str, executor: str,
-            address: str | None) -> None:
+            status_of: str | None, out: str | None, backend: str | None, executor: str,
+            address: str | None, **options: Any) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
 
     Killed at any point, the same command resumes where it stopped. Exit status: 0 all
@@ -108,9 +103,8 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
       tgt collect --plan examples/plan.yaml
       tgt collect --status data/
     """
-    from tpugraphs_tools.collect.layout import LayoutOptions
-    from tpugraphs_tools.collect.run import CollectItem, CollectRequest
-    from tpugraphs_tools.collect.tile import TileOptions
+    from tpugraphs_tools.collect.plan import load_plan_file, make_item, request_from_plan
+    from tpugraphs_tools.collect.run import CollectRequest
 
     if status_of is not None:
         _print_status(status_of)
@@ -118,27 +112,13 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     if plan is not None:
         if programs or hlo_files:
             raise click.UsageError("give either --plan or --program/--hlo, not both")
-        from tpugraphs_tools.collect.plan import load_plan_file, request_from_plan
-
         request = request_from_plan(load_plan_file(plan), source=plan, out=out)
     else:
         if not programs and not hlo_files:
             raise click.UsageError("give at least one --program or --hlo (or --plan)")
-        from tpugraphs_tools.programs import ProgramArgs
-
-        layout = LayoutOptions(configs=configs, strategy=strategy, seed=seed, warmup=warmup,
-                               repeats=repeats, timeout_s=timeout_s, workers=workers,
-                               batch=timing_batch, isolation=isolation,
-                               timing=timing_engine, min_sample_ms=min_sample_ms,
-                               target_precision=target_precision, max_rounds=max_rounds,
-                               max_seconds_per_config=max_seconds_per_config, copies=copies)
-        args = ProgramArgs(batch=batch, image_size=image_size, seq_len=seq_len, dtype=dtype,
-                           preset=preset, mode=mode)
-        tile = TileOptions(configs_per_kernel=max(2, configs), max_kernels=max_kernels,
-                           seed=seed, warmup=warmup, repeats=repeats, timeout_s=timeout_s)
-        common = {"layout": layout, "collection": collection, "tile": tile}
-        items = [CollectItem(program=p, program_args=args, **common) for p in programs]
-        items += [CollectItem(hlo=h, **common) for h in hlo_files]
+        # The other flags are named like plan keys: one builder makes both kinds of item.
+        items = [make_item(options, program=p) for p in programs]
+        items += [make_item(options, hlo=h) for h in hlo_files]
         request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
     summary = _run(request, executor, address)
     _print_summary(summary)
@@ -175,9 +155,9 @@ def _print_summary(summary: Any) -> None:
     if summary.skipped:
         terminal.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
     if summary.configs:
-        _print_config_summary(summary.configs)
+        _print_config_summary({g: s.to_json() for g, s in summary.configs.items()})
     for label, tiles in summary.tiles.items():
-        _print_tile_summary(label, tiles)
+        _print_tile_summary(label, tiles.to_json())
 
 
 def _print_tile_summary(label: str, s: dict) -> None:

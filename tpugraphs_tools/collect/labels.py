@@ -18,6 +18,7 @@ from typing import Any
 
 from scipy import stats
 
+from tpugraphs_tools.collect.summary import LabelQuality
 from tpugraphs_tools.measure.paired import TRIM
 from tpugraphs_tools.measure.worker import CONTROL, OK, REPEAT
 
@@ -85,7 +86,7 @@ def widen_by_windows(rows: list[dict[str, Any]]) -> float | None:
     return sd
 
 
-def label_quality(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def label_quality(rows: list[dict[str, Any]]) -> LabelQuality:
     """How sure the labels are: CI widths, stop reasons, windows, the A/A noise floor."""
     ok = [r for r in rows if r["status"] == OK and not r["is_default"]
           and r.get("relative_ci_low") is not None]
@@ -95,15 +96,15 @@ def label_quality(rows: list[dict[str, Any]]) -> dict[str, Any]:
             for r in ok if r["relative_to_default"]]
     ratios = [r["relative_to_default"] for r in controls]
     spread = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 for r in controls]
-    return {
-        "ci_half_width_median": statistics.median(half) if half else None,
-        "stop_reasons": dict(Counter(r["stop_reason"] for r in ok)),
-        "rounds_median": statistics.median([r["rounds"] for r in ok]) if ok else None,
-        "window_sd": window_sd(rows),
-        "controls": len(controls),
-        "controls_holding_1": sum(1 for r in controls
-                                  if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"]),
+    return LabelQuality(
+        ci_half_width_median=statistics.median(half) if half else None,
+        stop_reasons=dict(Counter(r["stop_reason"] for r in ok)),
+        rounds_median=statistics.median([r["rounds"] for r in ok]) if ok else None,
+        window_sd=window_sd(rows),
+        controls=len(controls),
+        controls_holding_1=sum(1 for r in controls
+                               if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"]),
         # The A/A control's CI half-width: the smallest effect the batches could resolve.
-        "noise_floor": statistics.median(spread) if spread else None,
-        "control_range": (min(ratios), max(ratios)) if ratios else None,
-    }
+        noise_floor=statistics.median(spread) if spread else None,
+        control_range=(min(ratios), max(ratios)) if ratios else None,
+    )

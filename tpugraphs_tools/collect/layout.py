@@ -15,21 +15,22 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.collect.labels import EXTRA_STATUSES, label_quality, widen_by_windows
+from tpugraphs_tools.collect.summary import LayoutSummary
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
 from tpugraphs_tools.configs.layout import LayoutSpace
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.format import LAYOUT
 from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
-from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
+from tpugraphs_tools.measure.options import MeasureOptions, layout_session
+from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
 from tpugraphs_tools.measure.realized import honoured_json, options_key
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
@@ -38,92 +39,63 @@ from tpugraphs_tools.measure.worker import (
     NOOP,
     OK,
     REPEAT,
+    ConfigResult,
     Job,
-    SessionSpec,
 )
 
 REFERENCE = "reference"  # stop_reason of the default row: its label is the in-window default
 
 
-@dataclass
-class LayoutOptions:
-    configs: int = 20
-    strategy: str = "default"
-    seed: int = 0
-    warmup: int = 2
-    repeats: int = 10
-    timeout_s: float = 120.0
-    backend: str | None = None
-    rtol: float | None = None  # None: fits the module's precision (measure/device_env.py)
-    workers: int = 1          # compile workers running ahead of the measurement worker
-    batch: int = 4            # configs timed together against one default run per round
-    isolation: str = "auto"   # keeps compilation off the timed runs: auto|pin|pause|none
-    timing: str = "paired"    # paired (CIs, adaptive, control) | fixed (old: repeats rounds)
-    min_sample_ms: float = 5.0
-    target_precision: float = 0.01
-    max_rounds: int = 100
-    max_seconds_per_config: float = 10.0
-    copies: int = 4           # loaded copies per config (2× for the default): placement
-    adaptive: bool = True     # False: every config runs max_rounds (benchmark reference)
-    faults: dict[int, str] = field(default_factory=dict)  # tests only: config index -> fault
-
-    def journal_header(self) -> dict[str, Any]:
-        """The arguments a resumed collection must share with the interrupted one."""
-        header = {"strategy": self.strategy, "seed": self.seed, "warmup": self.warmup,
-                  "repeats": self.repeats, "rtol": self.rtol}
-        if self.timing != "paired":
-            header["timing"] = self.timing
-        return header
-
-    def session(self, text: str, rtol: float, options: dict[str, Any]) -> SessionSpec:
-        stop = StopRule(target_precision=self.target_precision, max_rounds=self.max_rounds,
-                        max_seconds_per_config=self.max_seconds_per_config,
-                        min_rounds=min(StopRule.min_rounds, self.max_rounds),
-                        copies=self.copies)
-        return SessionSpec(base_text=text, backend=self.backend, seed=self.seed,
-                           warmup=self.warmup, repeats=self.repeats, rtol=rtol,
-                           options=options, engine=self.timing,
-                           min_sample_ms=self.min_sample_ms, stop=stop, adaptive=self.adaptive)
+def journal_header(opts: MeasureOptions) -> dict[str, Any]:
+    """The arguments a resumed collection must share with the interrupted one."""
+    header: dict[str, Any] = {"strategy": opts.strategy, "seed": opts.seed,
+                              "warmup": opts.warmup, "repeats": opts.repeats, "rtol": opts.rtol}
+    if opts.timing != "paired":
+        header["timing"] = opts.timing
+    return header
 
 
 @dataclass
 class LayoutResult:
     rows: list[dict[str, Any]]
     arrays: dict[str, np.ndarray]
-    summary: dict[str, Any]
+    summary: LayoutSummary
 
 
-def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: LayoutOptions,
-         result: dict[str, Any]) -> dict[str, Any]:
-    timing = result.get("timing") or {}
-    realized = result.get("realized") or {}
-    default = result.get("default_timing") or {}
-    paired = result.get("stop_reason") is not None
+def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOptions,
+         result: ConfigResult) -> dict[str, Any]:
+    """The configs.parquet row of one config's result."""
+    timing, default = result.timing, result.default_timing
+    realized = result.realized or {}
+    paired = result.stop_reason is not None
     return {
         "config_index": index, "strategy": opts.strategy, "seed": opts.seed,
-        "is_default": config.is_default, "status": result["status"],
+        "is_default": config.is_default, "status": result.status,
         "config": json.dumps(config.to_json(space), sort_keys=True),
         "realized": json.dumps(realized, sort_keys=True) if realized else None,
         "honoured": honoured_json(realized),
         "num_copies": realized.get("copies"),
         "optimized_fingerprint": realized.get("fingerprint"),
-        "duplicate_of": result.get("duplicate_of"),
-        "runtime_min_ns": timing.get("min_ns"), "runtime_median_ns": timing.get("median_ns"),
-        "runtime_cv": timing.get("cv"), "repeats": timing.get("repeats"),
-        "default_runtime_ns": default.get("median_ns" if paired else "min_ns"),
-        "relative_to_default": result.get("relative_to_default"),
-        "relative_ci_low": result.get("relative_ci_low"),
-        "relative_ci_high": result.get("relative_ci_high"),
-        "rounds": result.get("rounds"), "stop_reason": result.get("stop_reason"),
-        "runs_per_sample": result.get("runs_per_sample"),
-        "max_abs_error": result.get("max_abs_error"),
-        "compile_seconds": result.get("compile_seconds"),
-        "measure_seconds": result.get("measure_seconds"),
-        "error_message": result.get("error"),
+        "duplicate_of": result.duplicate_of,
+        "runtime_min_ns": timing.min_ns if timing else None,
+        "runtime_median_ns": timing.median_ns if timing else None,
+        "runtime_cv": timing.cv if timing else None,
+        "repeats": timing.repeats if timing else None,
+        "default_runtime_ns": (default.median_ns if paired else default.min_ns)
+        if default else None,
+        "relative_to_default": result.relative_to_default,
+        "relative_ci_low": result.relative_ci_low,
+        "relative_ci_high": result.relative_ci_high,
+        "rounds": result.rounds, "stop_reason": result.stop_reason,
+        "runs_per_sample": result.runs_per_sample,
+        "max_abs_error": result.max_abs_error,
+        "compile_seconds": result.compile_seconds,
+        "measure_seconds": result.measure_seconds,
+        "error_message": result.error,
     }
 
 
-def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
+def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
                            progress: Callable[[int, int], None] = lambda _i, _n: None,
                            configs: list[LayoutConfig] | None = None,
                            done: dict[int, dict[str, Any]] | None = None,
@@ -144,21 +116,22 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
             if i < len(configs) or r["status"] in EXTRA_STATUSES}
     device_env.share_device_memory()
     platform, _kind = device_info(opts.backend)
-    spec = opts.session(text, rtol=device_env.resolve_rtol(opts.rtol, platform, module),
-                        options=device_env.layout_compile_options(platform))
-    pipeline = PipelineOptions(compile_workers=opts.workers, batch=opts.batch,
-                               timeout_s=opts.timeout_s,
-                               isolation=device_env.isolation_for(platform, opts.isolation))
+    spec, pipeline = layout_session(
+        opts, text, rtol=device_env.resolve_rtol(opts.rtol, platform, module),
+        compile_options=device_env.layout_compile_options(platform),
+        isolation=device_env.isolation_for(platform, opts.isolation))
 
-    def record(index: int | None, result: dict[str, Any]) -> None:
-        if "repeat_of" in result and result["status"] != REPEAT:
+    def record(result: ConfigResult) -> None:
+        if result.repeat_of is not None and result.status != REPEAT:
             return  # a failed re-timing of a config measured fine before: nothing to keep
-        if result["status"] in EXTRA_STATUSES:
-            source = result.get("repeat_of") or 0
+        if result.status in EXTRA_STATUSES:
+            source = result.repeat_of or 0
             index = next_control_index(rows, len(configs))
             rows[index] = {**_row(index, configs[source], space, opts, result),
-                           "is_default": False, "duplicate_of": result.get("repeat_of")}
+                           "is_default": False, "duplicate_of": result.repeat_of}
         else:
+            assert result.index is not None  # only control rows have no config index
+            index = result.index
             rows[index] = _row(index, configs[index], space, opts, result)
         on_row(rows[index])
         progress(sum(1 for i in rows if i < len(configs)), len(configs))
@@ -173,15 +146,15 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
     if todo:
         with PipelinedMeasurer(spec, pipeline) as measurer:
             info = measurer.start()
-            known = {info["key"]: 0}
+            known = {info.key: 0}
             for index, row in rows.items():
                 if row["status"] == OK and index and row.get("optimized_fingerprint"):
                     known.setdefault(options_key(row["optimized_fingerprint"], spec.options),
                                      index)
             if 0 not in rows:
-                record(0, {"status": OK, "timing": info.get("timing"),
-                           "default_timing": info.get("timing"), "realized": info["realized"],
-                           "compile_seconds": info["compile_seconds"], "max_abs_error": 0.0})
+                record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
+                                    realized=info.realized,
+                                    compile_seconds=info.compile_seconds, max_abs_error=0.0))
             jobs = []
             for index in todo:
                 if index == 0:
@@ -190,19 +163,15 @@ def collect_layout_configs(text: str, module: Any, opts: LayoutOptions,
                 try:
                     job_text = apply_layout_config(text, space, config)
                 except ConfigError as exc:
-                    record(index, {"status": COMPILE_ERROR, "error": str(exc)})
+                    record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
                     continue
-                jobs.append(Job(index, job_text, slots=constraint_slots(module, space, config),
-                                fault=opts.faults.get(index)))
-            measurer.run(jobs, known, lambda result: record(result["index"], result),
-                         context=finished)
+                jobs.append(Job(index, job_text, slots=constraint_slots(module, space, config)))
+            measurer.run(jobs, known, record, context=finished)
             if opts.timing == "paired" and not any(
                     r.get("default_runtime_ns") for r in rows.values() if not r["is_default"]):
-                measurer.run_control(lambda result: record(result["index"], result))
+                measurer.run_control(record)
             restarts = measurer.restarts
-    ordered = [rows[i] for i in sorted(rows)]
-    arrays, summary = arrays_from_rows(ordered, configs, space, restarts)
-    return LayoutResult(ordered, arrays, summary)
+    return layout_result([rows[i] for i in sorted(rows)], configs, space, restarts)
 
 
 def next_control_index(rows: dict[int, Any], num_configs: int) -> int:
@@ -210,9 +179,8 @@ def next_control_index(rows: dict[int, Any], num_configs: int) -> int:
     return max([num_configs - 1, *rows]) + 1
 
 
-def arrays_from_rows(rows: list[dict[str, Any]], configs: list[LayoutConfig],
-                     space: LayoutSpace, restarts: int = 0
-                     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def layout_result(rows: list[dict[str, Any]], configs: list[LayoutConfig],
+                  space: LayoutSpace, restarts: int = 0) -> LayoutResult:
     """npz config arrays + summary from a graph's complete, index-ordered config rows.
 
     Rows measured in separate sessions (resumed runs, Ray chunks) may hold the same optimized
@@ -227,7 +195,7 @@ def arrays_from_rows(rows: list[dict[str, Any]], configs: list[LayoutConfig],
             row.update(status=DUPLICATE if first_ok[fp] else NOOP, duplicate_of=first_ok[fp])
         else:
             first_ok.setdefault(fp, row["config_index"])
-    return _arrays(rows, configs, space), _summary(rows, restarts)
+    return LayoutResult(rows, _arrays(rows, configs, space), _summary(rows, restarts))
 
 
 def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],
@@ -273,15 +241,15 @@ def _reference_row(row: dict[str, Any], windows: list[int], reference: float) ->
                repeats=len(windows), rounds=None)
 
 
-def _summary(rows: list[dict[str, Any]], restarts: int) -> dict[str, Any]:
+def _summary(rows: list[dict[str, Any]], restarts: int) -> LayoutSummary:
     counts = Counter(r["status"] for r in rows)
     ok = [r for r in rows if r["status"] == OK and not r["is_default"]]
     relative = [r["relative_to_default"] for r in ok]
-    return {
-        "configs": len(rows) - sum(counts.get(s, 0) for s in EXTRA_STATUSES),
-        "status": dict(counts),
-        "worker_restarts": restarts,
-        "best_speedup": (1 / min(relative)) if relative else None,
-        "worst_slowdown": max(relative) if relative else None,
-        **label_quality(rows),
-    }
+    return LayoutSummary(
+        configs=len(rows) - sum(counts.get(s, 0) for s in EXTRA_STATUSES),
+        status=dict(counts),
+        worker_restarts=restarts,
+        best_speedup=(1 / min(relative)) if relative else None,
+        worst_slowdown=max(relative) if relative else None,
+        labels=label_quality(rows),
+    )

@@ -7,34 +7,46 @@
       - {program: transformer, preset: small}
       - {hlo: dumps/module_0001.jit_f.before_optimizations.txt}
 
-Every item takes program arguments (batch, image_size, seq_len, dtype, preset, mode) and
-layout options (configs, strategy, seed, warmup, repeats, timeout, workers, timing_batch,
-isolation, timing, min_sample_ms, target_precision, max_rounds, max_seconds_per_config,
-copies),
-``collection`` (layout | tile) and ``max_kernels`` (tile);
-``defaults`` applies to all items, an item's own keys win.
+Every item takes program arguments (batch, image_size, seq_len, dtype, preset, mode),
+``collection`` (layout | tile) and the measurement options of
+:class:`~tpugraphs_tools.measure.options.MeasureOptions` under their field names (the same
+names as the ``tgt collect`` flags); ``defaults`` applies to all items, an item's own keys win.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tpugraphs_tools.collect.layout import LayoutOptions
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest
-from tpugraphs_tools.collect.tile import TileOptions
 from tpugraphs_tools.errors import PlanError as PlanError
+from tpugraphs_tools.format import KINDS
+from tpugraphs_tools.measure.options import KEYS as MEASURE_KEYS
+from tpugraphs_tools.measure.options import MeasureOptions
 
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
-LAYOUT_KEYS = {"configs": "configs", "strategy": "strategy", "seed": "seed",
-               "warmup": "warmup", "repeats": "repeats", "timeout": "timeout_s",
-               "workers": "workers", "timing_batch": "batch", "isolation": "isolation",
-               "timing": "timing", "min_sample_ms": "min_sample_ms",
-               "target_precision": "target_precision", "max_rounds": "max_rounds",
-               "max_seconds_per_config": "max_seconds_per_config", "copies": "copies"}
-TILE_KEYS = {"max_kernels": "max_kernels"}
-ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *LAYOUT_KEYS, *TILE_KEYS}
+ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *MEASURE_KEYS}
+
+
+def make_item(values: Mapping[str, Any], *, program: str | None = None, hlo: str | None = None,
+              where: str = "command line") -> CollectItem:
+    """The one builder of a collect item from option values named like plan keys (a merged plan
+    item, or the CLI's parameters: the same names). Bad values raise :class:`PlanError`
+    naming ``where`` and the key."""
+    from tpugraphs_tools.programs import ProgramArgs
+
+    collection = values.get("collection", "layout")
+    if collection not in KINDS:
+        raise PlanError(f"{where}: collection must be 'layout' or 'tile'")
+    try:
+        options = MeasureOptions.from_keys(values)
+    except (TypeError, ValueError) as exc:
+        raise PlanError(f"{where}: {exc}") from None
+    args = ProgramArgs.from_dict({k: values[k] for k in PROGRAM_KEYS if k in values})
+    return CollectItem(program=program, hlo=hlo, program_args=args, options=options,
+                       collection=collection)
 
 
 def load_plan_file(path: str | Path) -> dict[str, Any]:
@@ -57,8 +69,6 @@ def load_plan_file(path: str | Path) -> dict[str, Any]:
 def request_from_plan(plan: dict[str, Any], source: str = "plan",
                       out: str | None = None) -> CollectRequest:
     """Turn a parsed plan into a :class:`CollectRequest` (``out`` overrides the plan's)."""
-    from tpugraphs_tools.programs import ProgramArgs
-
     if not isinstance(plan, dict) or not isinstance(plan.get("items"), list):
         raise PlanError(f"{source}: a plan needs an 'items' list")
     unknown = set(plan) - {"out", "backend", "defaults", "items"}
@@ -75,17 +85,8 @@ def request_from_plan(plan: dict[str, Any], source: str = "plan",
         merged = {**defaults, **raw}
         if ("program" in raw) == ("hlo" in raw):
             raise PlanError(f"{where}: give exactly one of 'program' or 'hlo'")
-        args = ProgramArgs.from_dict({k: merged[k] for k in PROGRAM_KEYS if k in merged})
-        layout = LayoutOptions(**{LAYOUT_KEYS[k]: merged[k] for k in LAYOUT_KEYS if k in merged})
-        collection = merged.get("collection", "layout")
-        if collection not in ("layout", "tile"):
-            raise PlanError(f"{where}: collection must be 'layout' or 'tile'")
-        tile = TileOptions(configs_per_kernel=max(2, layout.configs), seed=layout.seed,
-                           warmup=layout.warmup, repeats=layout.repeats,
-                           timeout_s=layout.timeout_s, max_kernels=merged.get("max_kernels"))
-        items.append(CollectItem(program=raw.get("program"), hlo=raw.get("hlo"),
-                                 program_args=args, layout=layout, collection=collection,
-                                 tile=tile))
+        items.append(make_item(merged, program=raw.get("program"), hlo=raw.get("hlo"),
+                               where=where))
     return CollectRequest(items=items, out=out or plan.get("out") or "data/",
                           backend=plan.get("backend"))
 

@@ -29,12 +29,14 @@ from tpugraphs_tools.collect.graphs import (
     write_graphs,
 )
 from tpugraphs_tools.collect.journal import ConfigJournal
-from tpugraphs_tools.collect.layout import LayoutOptions, collect_layout_configs
+from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
+from tpugraphs_tools.collect.summary import CollectSummary
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file
 from tpugraphs_tools.measure.compile import compile_hlo_source
+from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.measure.worker import WorkerError
 from tpugraphs_tools.store import Dataset, make_graph_id
 
@@ -47,10 +49,9 @@ class CollectItem:
 
     program: str | None = None
     hlo: str | None = None
-    program_args: Any = None             # ProgramArgs (None fields: the preset's defaults)
-    layout: LayoutOptions | None = None  # None or configs == 0: graph only
-    collection: str = "layout"           # "layout" (whole program) | "tile" (its kernels)
-    tile: TileOptions | None = None
+    program_args: Any = None               # ProgramArgs (None fields: the preset's defaults)
+    options: MeasureOptions | None = None  # layout: None or configs == 0 is graph only
+    collection: str = "layout"             # "layout" (whole program) | "tile" (its kernels)
 
     @property
     def label(self) -> str:
@@ -62,22 +63,6 @@ class CollectRequest:
     items: list[CollectItem] = field(default_factory=list)
     out: str = "data/"
     backend: str | None = None
-
-
-@dataclass
-class CollectSummary:
-    dataset: str
-    graphs: list[dict[str, Any]] = field(default_factory=list)
-    configs: dict[str, dict[str, Any]] = field(default_factory=dict)  # graph_id -> summary
-    skipped: list[str] = field(default_factory=list)                  # already complete
-    tiles: dict[str, dict[str, Any]] = field(default_factory=dict)    # item -> tile summary
-    # graph id (or item) -> why none of its configs could be measured (collect/failures.py)
-    unmeasured: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def partial(self) -> bool:
-        """Something was stored without measurements: the CLI exits with EXIT_PARTIAL."""
-        return bool(self.unmeasured)
 
 
 def resolve_args(name: str, requested: Any) -> Any:
@@ -143,7 +128,7 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
         summary.skipped.extend(done["graph_id"].to_list())
         summary.graphs.extend(done.to_dicts())
         return
-    opts = replace(item.tile or TileOptions(), backend=backend)
+    opts = TileOptions(replace(item.options or TileOptions().measure, backend=backend))
     try:
         optimized = optimize()
     except Exception as exc:  # XLA's own errors (no kernels without the optimized module)
@@ -159,9 +144,9 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
     summary.tiles[item.label] = result.summary
 
 
-def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptions | None,
+def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOptions | None,
                 summary: CollectSummary
-                ) -> tuple[LayoutOptions, ConfigJournal, dict[int, dict[str, Any]]] | None:
+                ) -> tuple[MeasureOptions, ConfigJournal, dict[int, dict[str, Any]]] | None:
     """Decide what is left to measure for one graph (shared by every executor).
 
     Graph-only items are committed here; complete graphs are skipped. Otherwise returns the
@@ -171,7 +156,7 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptio
         write_graphs(dataset, [collected])
         summary.graphs.append(collected.row)
         return None
-    header = layout.journal_header()
+    header = journal_header(layout)
     committed = committed_rows(dataset, collected.graph_id, header)
     if committed is not None and sum(1 for i in committed if i < layout.configs) \
             >= layout.configs:  # control/repeat rows (indices past the configs) do not count
@@ -183,6 +168,21 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: LayoutOptio
         return None
     journal = ConfigJournal(dataset.root, collected.graph_id, header)
     return layout, journal, {**(committed or {}), **journal.load()}
+
+
+def commit_graph(dataset: Dataset, collected: CollectedGraph, result: LayoutResult,
+                 journal: ConfigJournal, summary: CollectSummary) -> None:
+    """Commit one measured layout graph atomically, drop its journal, add it to the summary
+    (every executor ends a graph here: local and Ray)."""
+    collected.config_arrays = result.arrays
+    collected.row["num_configs"] = int(result.arrays["config_runtime"].shape[0])
+    write_graphs(dataset, [collected], configs={collected.graph_id: result.rows})
+    journal.remove()
+    reason = unmeasured_reason(result.rows)
+    if reason is not None:  # every row default_failed (a Ray chunk that could not run)
+        summary.unmeasured[collected.graph_id] = reason
+    summary.configs[collected.graph_id] = result.summary
+    summary.graphs.append(collected.row)
 
 
 def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> CollectSummary:
@@ -199,7 +199,7 @@ def _collect(request: CollectRequest, progress: Progress) -> CollectSummary:
             collect_tiles(dataset, item, request.backend, summary, progress)
             continue
         collected = build_graph(item, request.backend)
-        work = start_graph(dataset, collected, item.layout, summary)
+        work = start_graph(dataset, collected, item.options, summary)
         if work is None:
             continue
         layout, journal, done = work
@@ -211,10 +211,5 @@ def _collect(request: CollectRequest, progress: Progress) -> CollectSummary:
         except WorkerError as exc:
             store_unmeasured(dataset, collected, layout, journal, summary, exc)
             continue
-        collected.config_arrays = result.arrays
-        collected.row["num_configs"] = int(result.arrays["config_runtime"].shape[0])
-        write_graphs(dataset, [collected], configs={collected.graph_id: result.rows})
-        journal.remove()
-        summary.configs[collected.graph_id] = result.summary
-        summary.graphs.append(collected.row)
+        commit_graph(dataset, collected, result, journal, summary)
     return summary

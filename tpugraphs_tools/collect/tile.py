@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_row
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text, extract_kernels
+from tpugraphs_tools.collect.summary import TileEffect, TileSummary
 from tpugraphs_tools.configs.tile import (
     NUM_TILE_FEATURES,
     KernelConfig,
@@ -34,13 +35,15 @@ from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
 from tpugraphs_tools.measure import device_env
-from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
+from tpugraphs_tools.measure.options import MeasureOptions, kernel_session
+from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
+from tpugraphs_tools.measure.timing import Timing
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
     NOOP,
     OK,
+    ConfigResult,
     Job,
-    SessionSpec,
     WorkerError,
 )
 from tpugraphs_tools.store import make_graph_id
@@ -49,26 +52,26 @@ STRATEGY = "kernel-sweep"
 Progress = Callable[[str], None]
 
 
-@dataclass
+@dataclass(frozen=True)
 class TileOptions:
-    configs_per_kernel: int = 8        # measured (ok) configs per kernel, default included
-    max_kernels: int | None = None     # distinct kernels per program, in program order
-    seed: int = 0
-    warmup: int = 2
-    repeats: int = 10
-    timeout_s: float = 120.0
-    backend: str | None = None
-    rtol: float | None = None          # None: fits the kernel's precision (device_env.py)
+    """The tile collection's own knobs on top of the shared :class:`MeasureOptions`
+    (``measure.configs`` is the measured configs per kernel, at least 2)."""
+
+    measure: MeasureOptions = field(default_factory=lambda: MeasureOptions(configs=8))
     max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
     min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
-    isolation: str = "auto"            # keeps compilation off the timed runs (docs/collect.md)
     space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
+
+    @property
+    def configs_per_kernel(self) -> int:
+        """Measured (ok) configs per kernel, the default included."""
+        return max(2, self.measure.configs)
 
 
 @dataclass
 class TileResult:
     graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]]
-    summary: dict[str, Any]
+    summary: TileSummary
 
 
 @dataclass
@@ -92,41 +95,42 @@ def _measure_text(kernel: Kernel, space: KernelConfigSpace) -> str:
     return kernel.measure_text
 
 
-def _row(index: int, config: KernelConfig, opts: TileOptions, result: dict[str, Any],
+def _row(index: int, config: KernelConfig, opts: TileOptions, result: ConfigResult,
          facts: dict[str, Any]) -> dict[str, Any]:
-    timing = result.get("timing") or {}
-    realized = {**(result.get("realized") or {}), **facts}
+    """The configs.parquet row of one kernel config's result."""
+    timing, default = result.timing, result.default_timing
+    realized = {**(result.realized or {}), **facts}
     return {
-        "config_index": index, "strategy": STRATEGY, "seed": opts.seed,
-        "is_default": config.is_default, "status": result["status"],
+        "config_index": index, "strategy": STRATEGY, "seed": opts.measure.seed,
+        "is_default": config.is_default, "status": result.status,
         "config": config.to_json(),
         "realized": json.dumps(realized, sort_keys=True, default=str) if realized else None,
         "num_copies": realized.get("copies"),
         "optimized_fingerprint": realized.get("fingerprint"),
-        "duplicate_of": result.get("duplicate_of"),
+        "duplicate_of": result.duplicate_of,
         "npz_row": None,
-        "runtime_min_ns": timing.get("min_ns"), "runtime_median_ns": timing.get("median_ns"),
-        "runtime_cv": timing.get("cv"), "repeats": timing.get("repeats"),
-        "default_runtime_ns": (result.get("default_timing") or {}).get("min_ns"),
+        "runtime_min_ns": timing.min_ns if timing else None,
+        "runtime_median_ns": timing.median_ns if timing else None,
+        "runtime_cv": timing.cv if timing else None,
+        "repeats": timing.repeats if timing else None,
+        "default_runtime_ns": default.min_ns if default else None,
         "relative_to_default": None,
-        "max_abs_error": result.get("max_abs_error"),
-        "compile_seconds": result.get("compile_seconds"),
-        "error_message": result.get("error"),
+        "max_abs_error": result.max_abs_error,
+        "compile_seconds": result.compile_seconds,
+        "error_message": result.error,
     }
 
 
-def _effect(result: dict[str, Any]) -> dict[str, float]:
+def _effect(cand: Timing, ref: Timing) -> dict[str, float]:
     """Relative runtime and its distance from 1 in units of the noisier side's CV."""
-    cand, ref = result["timing"], result["default_timing"]
-    rel = cand["min_ns"] / ref["min_ns"]
-    cv = max(cand["cv"], ref["cv"])
-    return {"relative_to_default": rel, "default_cv": ref["cv"],
+    rel = cand.min_ns / ref.min_ns
+    cv = max(cand.cv, ref.cv)
+    return {"relative_to_default": rel, "default_cv": ref.cv,
             "effect_cv": abs(rel - 1) / cv if cv > 0 else float("inf")}
 
 
-def _realize(space: KernelConfigSpace, config: KernelConfig, result: dict[str, Any]
+def _realize(space: KernelConfigSpace, config: KernelConfig, text: str | None
              ) -> tuple[KernelConfig, dict[str, Any]]:
-    text = result.pop("optimized_text", None)
     if text is None:
         return config, {}
     realized, facts = space.realized(parse_hlo_text(text, source="optimized kernel"), config)
@@ -144,15 +148,14 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
     combination containing a setting that was a no-op on its own.
     """
     text = _measure_text(kernel, space)
-    platform, _kind = device_info(opts.backend)
-    spec = SessionSpec(base_text=space.apply(text, configs[0]),
-                       options=space.compile_options(configs[0]), backend=opts.backend,
-                       seed=opts.seed, warmup=opts.warmup, repeats=opts.repeats,
-                       rtol=device_env.resolve_rtol(opts.rtol, platform, kernel.module),
-                       dedupe_on_code=True, return_optimized=True,
-                       fresh_compiler_per_job=getattr(space, "fresh_compiler_per_config", False))
-    pipeline = PipelineOptions(timeout_s=opts.timeout_s,
-                               isolation=device_env.isolation_for(platform, opts.isolation))
+    measure = opts.measure
+    platform, _kind = device_info(measure.backend)
+    spec, pipeline = kernel_session(
+        measure, space.apply(text, configs[0]),
+        rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
+        compile_options=space.compile_options(configs[0]),
+        isolation=device_env.isolation_for(platform, measure.isolation),
+        fresh_compiler_per_job=getattr(space, "fresh_compiler_per_config", False))
     run = _KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
@@ -160,28 +163,30 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
     rows: dict[int, dict[str, Any]] = {}
     feats: dict[int, np.ndarray] = {}
 
-    def record(index: int, result: dict[str, Any]) -> None:
+    def record(result: ConfigResult) -> None:
+        assert result.index is not None  # the tile engine times no A/A control
+        index = result.index
         config = by_index[index]
-        realized, facts = _realize(space, config, result)
-        if result["status"] == NOOP and len(config.settings) == 1:
+        realized, facts = _realize(space, config, result.optimized_text)
+        if result.status == NOOP and len(config.settings) == 1:
             noop_settings.add(config.settings[0])
-        if result["status"] == OK:
-            if index:
-                facts.update(_effect(result))
+        if result.status == OK:
+            if index and result.timing and result.default_timing:
+                facts.update(_effect(result.timing, result.default_timing))
             feats[index] = space.encode(realized)
         rows[index] = _row(index, config, opts, result, facts)
-        progress(f"{kernel.name}: config {index} {result['status']}")
+        progress(f"{kernel.name}: config {index} {result.status}")
 
     def enough() -> bool:
         return sum(1 for r in rows.values() if r["status"] == OK) >= opts.configs_per_kernel
 
     with PipelinedMeasurer(spec, pipeline) as measurer:
         info = measurer.start()
-        known = {info["key"]: 0}
+        known = {info.key: 0}
         by_index[0] = configs[0]
-        record(0, {"status": OK, "timing": info["timing"], "default_timing": info["timing"],
-                   "realized": info["realized"], "compile_seconds": info["compile_seconds"],
-                   "max_abs_error": 0.0, "optimized_text": info.get("optimized_text")})
+        record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
+                            realized=info.realized, compile_seconds=info.compile_seconds,
+                            max_abs_error=0.0, optimized_text=info.optimized_text))
         singles = [c for c in configs[1:] if len(c.settings) == 1]
         combos = [c for c in configs[1:] if len(c.settings) > 1]
         for phase in (singles, combos):
@@ -197,9 +202,9 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                     jobs.append(Job(index, space.apply(text, config),
                                     options=space.compile_options(config)))
                 except ConfigError as exc:
-                    record(index, {"status": COMPILE_ERROR, "error": str(exc)})
+                    record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
             if not enough():
-                measurer.run(jobs, known, lambda r: record(r["index"], r), stop=enough)
+                measurer.run(jobs, known, record, stop=enough)
             else:
                 for job in jobs:  # never compiled: not part of the data
                     by_index.pop(job.index)
@@ -231,9 +236,9 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
     """Extract, configure and measure every kernel of an optimized module (library entry point
     behind ``tgt collect --collection tile``)."""
     device_env.share_device_memory()
-    platform, device_kind = device_info(opts.backend)
-    space = opts.space or default_space(platform, seed=opts.seed)
-    extraction = extract_kernels(compiled_source.module, opts.max_kernels,
+    platform, device_kind = device_info(opts.measure.backend)
+    space = opts.space or default_space(platform, seed=opts.measure.seed)
+    extraction = extract_kernels(compiled_source.module, opts.measure.max_kernels,
                                  source=compiled_source.origin)
     skipped = dict(extraction.skipped)
     graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]] = []
@@ -275,13 +280,12 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
         if len(kernel.instances) > 1:
             instances[row["graph_id"]] = kernel.instances
     summary = summarize(graphs, skipped, space.name, restarts, tried)
-    summary["instances"] = instances  # graph id -> every parent instruction it stands for
-    return TileResult(graphs, summary)
+    return TileResult(graphs, replace(summary, instances=instances))
 
 
 def summarize(graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]],
               skipped: dict[str, str], space: str, restarts: int = 0,
-              tried: Counter[str] | None = None) -> dict[str, Any]:
+              tried: Counter[str] | None = None) -> TileSummary:
     """Counts, statuses (of every config tried, stored kernels or not) and the largest effect
     vs default in units of CV over the stored kernels."""
     rows = [(g, r) for g, rs in graphs for r in rs]
@@ -290,21 +294,19 @@ def summarize(graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]],
         if r["status"] != OK or r["is_default"]:
             continue
         real = json.loads(r["realized"] or "{}")
-        effects.append({"graph_id": g.graph_id, "parent_instruction": g.row["parent_instruction"],
-                        "config": json.loads(r["config"]),
-                        "relative_to_default": r["relative_to_default"],
-                        "effect_cv": real.get("effect_cv"), "runtime_cv": r["runtime_cv"],
-                        "default_cv": real.get("default_cv")})
-    effects.sort(key=lambda e: -(e["effect_cv"] or 0))
-    relative = [e["relative_to_default"] for e in effects]
+        effects.append(TileEffect(
+            graph_id=g.graph_id, parent_instruction=g.row["parent_instruction"],
+            config=json.loads(r["config"]), relative_to_default=r["relative_to_default"],
+            effect_cv=real.get("effect_cv"), runtime_cv=r["runtime_cv"],
+            default_cv=real.get("default_cv")))
+    effects.sort(key=lambda e: -(e.effect_cv or 0))
+    relative = [e.relative_to_default for e in effects]
     status = tried if tried is not None else Counter(r["status"] for _, r in rows)
-    return {
-        "config_space": space, "kernels": len(graphs), "kernels_skipped": len(skipped),
-        "skipped": skipped, "configs": sum(status.values()), "configs_stored": len(rows),
-        "status": dict(status),
-        "worker_restarts": restarts,
-        "effects_over_3cv": sum(1 for e in effects if (e["effect_cv"] or 0) > 3),
-        "largest_effect": effects[0] if effects else None,
-        "best_speedup": 1 / min(relative) if relative else None,
-        "worst_slowdown": max(relative) if relative else None,
-    }
+    return TileSummary(
+        config_space=space, kernels=len(graphs), kernels_skipped=len(skipped),
+        skipped=skipped, configs=sum(status.values()), configs_stored=len(rows),
+        status=dict(status), worker_restarts=restarts,
+        effects_over_3cv=sum(1 for e in effects if (e.effect_cv or 0) > 3),
+        largest_effect=effects[0] if effects else None,
+        best_speedup=1 / min(relative) if relative else None,
+        worst_slowdown=max(relative) if relative else None)

@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from multiprocessing.connection import wait
-from typing import Any
 
 from tpugraphs_tools.measure import workers as W
 from tpugraphs_tools.measure.processes import (
@@ -36,18 +35,26 @@ from tpugraphs_tools.measure.worker import (
     NOOP,
     OK,
     TIMEOUT,
+    Batch,
+    Compiled,
+    ConfigResult,
+    DefaultInfo,
     Job,
     SessionSpec,
     WorkerError,
 )
+
+OnResult = Callable[[ConfigResult], None]
 
 REPEATS_PER_BATCH = 2  # paired engine: earlier configs re-timed per batch (between-window SD)
 
 
 @dataclass
 class PipelineOptions:
+    """How the workers are driven (derived from MeasureOptions in measure/options.py)."""
+
     compile_workers: int = 1
-    batch: int = 4
+    timing_batch: int = 4     # configs timed together against one default per round
     timeout_s: float = 120.0
     isolation: str = "auto"   # auto | pin | pause | none (processes.resolve_isolation)
     lookahead: int = 8
@@ -67,13 +74,13 @@ class PipelinedMeasurer:
         opts = options or PipelineOptions()
         # A full batch must fit in the look-ahead window, or the loop would wait forever.
         self.opts = replace(opts, lookahead=max(opts.lookahead,
-                                                opts.batch + opts.compile_workers))
+                                                opts.timing_batch + opts.compile_workers))
         self.isolation = resolve_isolation(self.opts.isolation)
         self.measure_cpus, self.compile_cpus = split_cpus(self.isolation)
-        self.default_info: dict[str, Any] = {}
+        self.default_info: DefaultInfo | None = None
         self.restarts = 0
         self.repeats_sent = 0
-        self._timed_ok: list[dict[str, Any]] = []  # compiled items timed ok (repeat pool)
+        self._timed_ok: list[Compiled] = []  # compiled items timed ok (repeat pool)
         self._measure: WorkerProcess | None = None
         self._compilers: list[WorkerProcess] = []
 
@@ -96,12 +103,13 @@ class PipelinedMeasurer:
     def _new_compiler(self) -> WorkerProcess:
         return WorkerProcess(W.compile_main, self.spec, self.compile_cpus)
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> DefaultInfo:
         if not self._compilers:
             count = max(1, self.opts.compile_workers)
             self._compilers = [self._new_compiler() for _ in range(count)]
         if self._measure is None:
             self._start_measure()
+        assert self.default_info is not None  # set by _start_measure, or it raised
         return self.default_info
 
     def close(self) -> None:
@@ -117,8 +125,7 @@ class PipelinedMeasurer:
         self.close()
 
     # -- the loop --------------------------------------------------------------------------
-    def run(self, jobs: Iterable[Job], known: dict[str, int],
-            on_result: Callable[[dict[str, Any]], None],
+    def run(self, jobs: Iterable[Job], known: dict[str, int], on_result: OnResult,
             stop: Callable[[], bool] = lambda: False,
             context: Callable[[], list[tuple[float, float]]] = list) -> None:
         """Measure ``jobs``; ``known`` maps dedupe keys to config indices (default → 0).
@@ -130,9 +137,9 @@ class PipelinedMeasurer:
         self.start()
         todo = deque(jobs)
         compiling: dict[int, _Compiling] = {}       # compiler slot -> job in flight
-        compiled: deque[dict[str, Any]] = deque()   # waiting to be timed
-        singles: deque[dict[str, Any]] = deque()    # retried alone after a batch died
-        batch: list[dict[str, Any]] = []
+        compiled: deque[Compiled] = deque()   # waiting to be timed
+        singles: deque[Compiled] = deque()    # retried alone after a batch died
+        batch: list[Compiled] = []
         batch_started = 0.0
         timeout = self.opts.timeout_s
         # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
@@ -158,14 +165,14 @@ class PipelinedMeasurer:
                 done_compiling = not todo and not compiling
                 if singles:
                     batch = [singles.popleft()]
-                elif len(compiled) >= self.opts.batch or done_compiling:
-                    batch = [compiled.popleft() for _ in range(min(self.opts.batch,
+                elif len(compiled) >= self.opts.timing_batch or done_compiling:
+                    batch = [compiled.popleft() for _ in range(min(self.opts.timing_batch,
                                                                    len(compiled)))]
                 if batch:
                     pause = ([p.proc.pid for p in self._compilers]
                              if self.isolation == "pause" else [])
-                    self._measure.conn.send({"items": [*batch, *self._repeat(singles)],
-                                             "pause": pause, "context": context()})
+                    self._measure.conn.send(Batch([*batch, *self._repeat(singles)], pause,
+                                                  context()))
                     batch_started = time.monotonic()
 
             conns = [self._compilers[s].conn for s in compiling]
@@ -185,28 +192,26 @@ class PipelinedMeasurer:
                     try:
                         kind, payload = proc.conn.recv()
                     except (EOFError, ConnectionError):
-                        on_result({"index": flight.job.index, "status": CRASH,
-                                   "error": proc.exit_description()})
+                        on_result(ConfigResult(flight.job.index, CRASH,
+                                               error=proc.exit_description()))
                         self._replace_compiler(slot)
                         continue
                     if kind == "result":
                         on_result(payload)
-                    elif payload["key"] in known:
-                        first = known[payload["key"]]
-                        payload.pop("executable", None)
-                        payload.pop("fault", None)
-                        on_result({**payload, "status": NOOP if first == 0 else DUPLICATE,
-                                   "duplicate_of": first})
+                    elif payload.key in known:
+                        first = known[payload.key]
+                        on_result(ConfigResult.of(payload, NOOP if first == 0 else DUPLICATE,
+                                                  duplicate_of=first))
                     else:
-                        known[payload["key"]] = payload["index"]
+                        known[payload.key] = payload.index
                         compiled.append(payload)
                     if self.spec.fresh_compiler_per_job:
                         recycle.add(slot)
                 elif time.monotonic() - compiling[slot].started > timeout:
                     flight = compiling.pop(slot)
-                    on_result({"index": flight.job.index, "status": TIMEOUT,
-                               "error": f"compile gave no result within {timeout:.0f} s; "
-                                        "worker killed"})
+                    on_result(ConfigResult(flight.job.index, TIMEOUT,
+                                           error=f"compile gave no result within {timeout:.0f}"
+                                                 " s; worker killed"))
                     self._replace_compiler(slot)
 
             if batch and self._measure.conn in ready:
@@ -216,14 +221,13 @@ class PipelinedMeasurer:
                     self._measure_failed(batch, self._measure.exit_description(), CRASH,
                                          singles, on_result)
                 else:
-                    paused = max((r.get("paused_seconds", 0.0) for r in results), default=0.0)
+                    paused = max((r.paused_seconds for r in results), default=0.0)
                     for flight in compiling.values():  # stopped compiles did not progress
                         flight.started += paused
-                    ok = {r["index"] for r in results if r.get("status") == OK
-                          and r.get("repeat_of") is None}
+                    ok = {r.index for r in results if r.status == OK and r.repeat_of is None}
                     # Keep the latest few (serialized executables are big) to re-time.
                     self._timed_ok = [*self._timed_ok,
-                                      *(item for item in batch if item["index"] in ok)][-8:]
+                                      *(item for item in batch if item.index in ok)][-8:]
                     for result in results:
                         on_result(result)
                 batch = []
@@ -235,7 +239,7 @@ class PipelinedMeasurer:
         for slot in recycle:  # the next run() must find live workers
             self._replace_compiler(slot, restart=False)
 
-    def _repeat(self, singles: deque[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _repeat(self, singles: deque[Compiled]) -> list[Compiled]:
         """Paired engine: configs of earlier batches timed again in this one, so the labels' CIs
         can include the variance between timing windows (collect/labels.py widens them)."""
         if self.spec.engine != "paired" or not self._timed_ok or singles:
@@ -244,15 +248,15 @@ class PipelinedMeasurer:
         for _ in range(min(REPEATS_PER_BATCH, len(self._timed_ok))):
             item = self._timed_ok[self.repeats_sent % len(self._timed_ok)]
             self.repeats_sent += 1
-            picked.append({**item, "repeat_of": item["index"], "fault": None})
+            picked.append(replace(item, repeat_of=item.index))
         return picked
 
-    def run_control(self, on_result: Callable[[dict[str, Any]], None]) -> None:
+    def run_control(self, on_result: OnResult) -> None:
         """Paired engine: time the A/A control alone against the default (a graph none of
         whose configs reached timing still gets its default measured in a batch window)."""
         self.start()
         pause = [p.proc.pid for p in self._compilers] if self.isolation == "pause" else []
-        self._measure.conn.send({"items": [], "pause": pause, "context": []})
+        self._measure.conn.send(Batch([], pause))
         if not self._measure.conn.poll(self.opts.timeout_s):
             self._measure.kill()
             signal_all(pause, signal.SIGCONT)
@@ -271,9 +275,8 @@ class PipelinedMeasurer:
         self._compilers[slot] = self._new_compiler()
         self.restarts += int(restart)
 
-    def _measure_failed(self, batch: list[dict[str, Any]], message: str, status: str,
-                        singles: deque[dict[str, Any]],
-                        on_result: Callable[[dict[str, Any]], None]) -> None:
+    def _measure_failed(self, batch: list[Compiled], message: str, status: str,
+                        singles: deque[Compiled], on_result: OnResult) -> None:
         self._measure.kill()
         # A worker killed mid-round may have left the compile workers stopped.
         signal_all([p.proc.pid for p in self._compilers], signal.SIGCONT)
@@ -282,7 +285,6 @@ class PipelinedMeasurer:
             singles.extend(batch)  # isolate the culprit: retry each config alone
         else:
             item = batch[0]
-            on_result({"index": item["index"], "status": status, "error": message,
-                       "compile_seconds": item.get("compile_seconds"),
-                       "realized": item.get("realized")})
+            on_result(ConfigResult(item.index, status, error=message,
+                                   compile_seconds=item.compile_seconds, realized=item.realized))
         self._start_measure()

@@ -12,6 +12,7 @@ from typing import Any
 
 from tpugraphs_tools.errors import WorkerError as WorkerError
 from tpugraphs_tools.measure.paired import StopRule
+from tpugraphs_tools.measure.timing import Timing
 
 OK, NOOP, DUPLICATE = "ok", "noop", "duplicate"
 COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
@@ -57,4 +58,73 @@ class Job:
     text: str
     slots: list[dict[str, Any]] = field(default_factory=list)  # apply.constraint_slots
     options: dict[str, Any] | None = None
-    fault: str | None = None  # tests only: "crash" | "hang" | "raise" | "crash_run"
+
+
+@dataclass
+class Compiled:
+    """A config a compile worker compiled, on its way to be timed (pickled between processes)."""
+
+    index: int
+    compile_seconds: float
+    realized: dict[str, Any]       # realized layouts, fingerprint (measure/realized.py)
+    key: str                       # dedupe key: same key, same program
+    executable: bytes              # serialized; the measurement worker loads it
+    optimized_text: str | None = None  # with SessionSpec.return_optimized
+    repeat_of: int | None = None   # paired engine: a config of an earlier batch timed again
+
+
+@dataclass
+class Batch:
+    """One message to the measurement worker: configs to time (repeats included), the compile
+    workers to stop during timed rounds, and the CIs of configs finished before (paired)."""
+
+    items: list[Compiled]
+    pause: list[int] = field(default_factory=list)
+    context: list[tuple[float, float]] = field(default_factory=list)
+
+
+@dataclass
+class DefaultInfo:
+    """The measurement worker's default config, once it is compiled and checked ("ready")."""
+
+    compile_seconds: float
+    realized: dict[str, Any]
+    key: str
+    timing: Timing | None = None   # fixed engine only: the default timed alone
+    optimized_text: str | None = None
+
+
+@dataclass
+class ConfigResult:
+    """What became of one config (``index``; None for the A/A control): its status and, when
+    it was timed, its timings and its label. Only the fields its status implies are set."""
+
+    index: int | None
+    status: str
+    error: str | None = None
+    compile_seconds: float | None = None
+    realized: dict[str, Any] | None = None
+    key: str | None = None
+    optimized_text: str | None = None
+    repeat_of: int | None = None      # a REPEAT of this config index
+    duplicate_of: int | None = None   # NOOP (0) / DUPLICATE of this config index
+    max_abs_error: float | None = None
+    timing: Timing | None = None      # the config's runs (paired: per-run times of samples)
+    default_timing: Timing | None = None  # the default's, in the same window
+    relative_to_default: float | None = None  # paired engine: the label and its 95% CI
+    relative_ci_low: float | None = None
+    relative_ci_high: float | None = None
+    rounds: int | None = None
+    stop_reason: str | None = None
+    runs_per_sample: int | None = None
+    timed_seconds: float | None = None
+    measure_seconds: float | None = None  # the measurement worker's busy time, shared
+    paused_seconds: float = 0.0           # compile workers stopped for this batch
+
+    @classmethod
+    def of(cls, item: Compiled, status: str, **fields: Any) -> ConfigResult:
+        """A result carrying what the compile worker found out about ``item``."""
+        return cls(index=item.index, status=status, compile_seconds=item.compile_seconds,
+                   realized=item.realized, key=item.key, optimized_text=item.optimized_text,
+                   repeat_of=item.repeat_of, **fields)
+

@@ -2,10 +2,15 @@
 
 Both exit quietly when the parent goes away (pipe closed or PR_SET_PDEATHSIG), never leaving a
 collection's CPU time to orphans.
+
+Test-only fault injection: the environment variable ``TGT_TEST_FAULTS`` (JSON, config index →
+``crash`` | ``hang`` | ``raise`` | ``crash_run``) is read here, by the worker entry points only,
+and stands in for real compiler crashes and hangs. No product type carries a fault.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -13,6 +18,7 @@ from typing import Any
 
 from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
+from tpugraphs_tools.measure.timing import Timing
 from tpugraphs_tools.measure.worker import (
     COMPILE_ERROR,
     CONTROL,
@@ -20,6 +26,10 @@ from tpugraphs_tools.measure.worker import (
     REPEAT,
     RUNTIME_ERROR,
     WRONG_RESULT,
+    Batch,
+    Compiled,
+    ConfigResult,
+    DefaultInfo,
     Job,
     SessionSpec,
 )
@@ -28,6 +38,15 @@ from tpugraphs_tools.measure.worker import (
 def _message(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     return text if len(text) < 2000 else text[:2000] + "…"
+
+
+FAULTS_ENV = "TGT_TEST_FAULTS"  # tests only (module docstring)
+
+
+def _test_faults() -> dict[int, str]:
+    """Config index -> injected fault, from ``TGT_TEST_FAULTS`` (tests only; empty otherwise)."""
+    raw = os.environ.get(FAULTS_ENV)
+    return {int(k): str(v) for k, v in json.loads(raw).items()} if raw else {}
 
 
 def _inject(fault: str | None) -> None:
@@ -79,6 +98,7 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
     device = jax.devices(spec.backend)[0]
+    faults = _test_faults()
     while True:
         try:
             job: Job | None = conn.recv()
@@ -89,30 +109,28 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         options = spec.options if job.options is None else job.options
         try:
             start = time.perf_counter()
-            if job.fault != "crash_run":
-                _inject(job.fault)
+            if faults.get(job.index) != "crash_run":
+                _inject(faults.get(job.index))
             exe, realized, key, optimized_text = compile_and_read(job.text, signature, options,
                                                                   spec, job.slots)
-            payload = {"index": job.index, "compile_seconds": time.perf_counter() - start,
-                       "realized": realized, "key": key, "fault": job.fault,
-                       "executable": X.serialize_executable(exe, device)}
-            if spec.return_optimized:
-                payload["optimized_text"] = optimized_text
-            conn.send(("compiled", payload))
+            conn.send(("compiled", Compiled(
+                job.index, time.perf_counter() - start, realized, key,
+                X.serialize_executable(exe, device),
+                optimized_text if spec.return_optimized else None)))
         except Exception as exc:
-            conn.send(("result", {"index": job.index, "status": COMPILE_ERROR,
-                                  "error": _message(exc)}))
+            conn.send(("result", ConfigResult(job.index, COMPILE_ERROR, error=_message(exc))))
         if spec.fresh_compiler_per_job:
             return  # the parent starts a fresh worker for the next job
 
 
 def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec, k: int,
-                  context: Any, placement: Any, waiting: list[int]) -> list[dict[str, Any]]:
-    """Time ``runs`` against ``reference`` in paired rounds; each is a list of loaded copies
-    of one program (``spec.stop.copies``). ``waiting`` (the A/A control, a repeated config)
-    are timed as long as the batch runs and never stop it."""
+                  context: list[tuple[float, float]], placement: Any, waiting: list[int],
+                  results: list[ConfigResult]) -> None:
+    """Time ``runs`` against ``reference`` in paired rounds and label ``results`` (one per
+    run); each run is a list of loaded copies of one program (``spec.stop.copies``).
+    ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
+    never stop it."""
     from tpugraphs_tools.measure.paired import time_paired, timed_sample
-    from tpugraphs_tools.measure.timing import Timing
 
     def sample(i: int, copy: int) -> tuple[float, float]:
         copies = reference if i < 0 else runs[i]
@@ -120,16 +138,15 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
 
     batch = time_paired(sample, len(runs), spec.stop, [tuple(c) for c in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement)
-    default = Timing.of([round(x) for x in batch.default_ns]).as_dict()
-    labels = []
-    for i in range(len(runs)):
+    default = Timing.of([round(x) for x in batch.default_ns])
+    for i, result in enumerate(results):
         ratio = batch.ratio(i, spec.stop.confidence)
-        labels.append({"timing": Timing.of([round(x) for x in batch.config_ns[i]]).as_dict(),
-                       "default_timing": default, "relative_to_default": ratio.ratio,
-                       "relative_ci_low": ratio.low, "relative_ci_high": ratio.high,
-                       "rounds": ratio.rounds, "stop_reason": batch.stop_reason[i],
-                       "runs_per_sample": k, "timed_seconds": batch.seconds[i]})
-    return labels
+        result.timing = Timing.of([round(x) for x in batch.config_ns[i]])
+        result.default_timing = default
+        result.relative_to_default = ratio.ratio
+        result.relative_ci_low, result.relative_ci_high = ratio.low, ratio.high
+        result.rounds, result.stop_reason = ratio.rounds, batch.stop_reason[i]
+        result.runs_per_sample, result.timed_seconds = k, batch.seconds[i]
 
 
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
@@ -146,6 +163,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     control: list[Any] = []
     runs_per_sample = None
+    crash_runs = {i for i, fault in _test_faults().items() if fault == "crash_run"}
     placement = Placement()
 
     try:
@@ -157,7 +175,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                                                                spec.options, spec, [])
         base_compile = time.perf_counter() - start
         reference = [np.asarray(o) for o in C.run(base, inputs)]
-        ready = {"compile_seconds": base_compile, "realized": realized, "key": key}
+        ready = DefaultInfo(base_compile, realized, key)
         if spec.engine == "paired":
             # No solo timing here (compile workers are starting up): the sample size k is
             # calibrated in the first batch's quiet window. The timed default and the A/A
@@ -172,10 +190,9 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             base = bases[0]
         else:
             bases = [base]
-            ready["timing"] = time_alone(lambda: C.run(base, inputs), spec.warmup,
-                                         spec.repeats).as_dict()
+            ready.timing = time_alone(lambda: C.run(base, inputs), spec.warmup, spec.repeats)
         if spec.return_optimized:
-            ready["optimized_text"] = optimized_text
+            ready.optimized_text = optimized_text
         conn.send(("ready", ready))
     except Exception as exc:
         conn.send(("init_error", _message(exc)))
@@ -193,40 +210,40 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
     while True:
         try:
-            message: dict[str, Any] | None = conn.recv()
+            message: Batch | None = conn.recv()
         except (EOFError, OSError):
             return
         if message is None:
             return
-        batch, pause = message["items"], message.get("pause", [])
-        results: list[dict[str, Any]] = []
-        timed: list[tuple[dict[str, Any], Any]] = []
+        pause = message.pause
+        results: list[ConfigResult] = []
+        timed: list[tuple[ConfigResult, list[Any]]] = []
         batch_start = time.perf_counter()
-        for item in batch:
-            result = {k: item[k] for k in ("index", "compile_seconds", "realized", "key",
-                                           "optimized_text", "repeat_of") if k in item}
+        for item in message.items:
+            result = ConfigResult.of(item, OK)
             results.append(result)
-            if item.get("fault") == "crash_run":
+            if item.index in crash_runs and item.repeat_of is None:
                 os.kill(os.getpid(), signal.SIGSEGV)
             try:
-                exe = X.deserialize_executable(item["executable"], device)
+                exe = X.deserialize_executable(item.executable, device)
                 error = check(exe)
             except Exception as exc:
-                result.update(status=RUNTIME_ERROR, error=_message(exc))
+                result.status, result.error = RUNTIME_ERROR, _message(exc)
                 continue
-            result["max_abs_error"] = error
+            result.max_abs_error = error
             if not np.isfinite(error) or error > tolerance:
-                result.update(status=WRONG_RESULT, error=f"max abs error {error:.3g} vs "
-                              f"default (tolerance {tolerance:.3g})")
+                result.status = WRONG_RESULT
+                result.error = (f"max abs error {error:.3g} vs default (tolerance "
+                                f"{tolerance:.3g})")
                 continue
             exes = [exe]
             if spec.engine == "paired":  # more loaded copies: placement effects average out
-                exes += [X.deserialize_executable(item["executable"], device)
+                exes += [X.deserialize_executable(item.executable, device)
                          for _ in range(spec.stop.copies - 1)]
             timed.append((result, exes))
         paused = 0.0
         if spec.engine == "paired":
-            timed.append(({"index": None, "status": CONTROL}, control))
+            timed.append((ConfigResult(None, CONTROL), control))
             results.append(timed[-1][0])
         if timed:
             copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
@@ -247,23 +264,23 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                         runs_per_sample = calibrate(lambda: C.run(base, inputs),
                                                     spec.min_sample_ms * 1e6)
                     waiting = [i for i, (r, _) in enumerate(timed)
-                               if r.get("status") == CONTROL or "repeat_of" in r]
-                    labels = paired_labels(defaults, copies, spec, runs_per_sample,
-                                           message.get("context", ()), placement, waiting)
+                               if r.status == CONTROL or r.repeat_of is not None]
+                    paired_labels(defaults, copies, spec, runs_per_sample, message.context,
+                                  placement, waiting, [r for r, _ in timed])
                 else:
                     ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
-                    labels = [{"status": OK, "timing": t.as_dict(),
-                               "default_timing": ref.as_dict()} for t in cands]
+                    for (result, _), timing in zip(timed, cands, strict=True):
+                        result.timing, result.default_timing = timing, ref
             finally:
                 signal_all(pause, signal.SIGCONT)
                 paused = time.perf_counter() - stop if pause else 0.0
-            for (result, _), label in zip(timed, labels, strict=True):
-                result.update(label, status=REPEAT if "repeat_of" in result
-                              else result.get("status", OK))
+            for result, _ in timed:
+                if result.repeat_of is not None:
+                    result.status = REPEAT
         busy = time.perf_counter() - batch_start
         for result in results:  # the measurement worker's busy time, shared by the batch
-            result["measure_seconds"] = busy / len(results)
-            result["paused_seconds"] = paused
+            result.measure_seconds = busy / len(results)
+            result.paused_seconds = paused
         try:
             conn.send(("results", results))
         except (BrokenPipeError, OSError):

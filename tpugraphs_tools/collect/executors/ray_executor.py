@@ -12,37 +12,47 @@ Runtimes are only comparable between identical nodes: use one node type per data
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from tpugraphs_tools.collect.failures import (
-    failure_reason,
-    no_empty_out,
-    unmeasured_reason,
-    unmeasured_rows,
-)
-from tpugraphs_tools.collect.graphs import write_graphs
+from tpugraphs_tools.collect.failures import failure_reason, no_empty_out, unmeasured_rows
+from tpugraphs_tools.collect.graphs import CollectedGraph
+from tpugraphs_tools.collect.journal import ConfigJournal
 from tpugraphs_tools.collect.labels import EXTRA_STATUSES
 from tpugraphs_tools.collect.layout import (
-    LayoutOptions,
-    arrays_from_rows,
     collect_layout_configs,
+    layout_result,
     next_control_index,
 )
 from tpugraphs_tools.collect.run import (
     CollectRequest,
     CollectSummary,
     build_graph,
+    commit_graph,
     start_graph,
 )
 from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
+from tpugraphs_tools.configs.layout import LayoutSpace
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.measure.worker import WorkerError
 from tpugraphs_tools.store import Dataset
 
 
-def measure_chunk(text: str, opts: LayoutOptions, indices: list[int]) -> list[dict[str, Any]]:
+@dataclass
+class _Graph:
+    """A graph whose chunks are out on the cluster; committed when ``open`` drops to 0."""
+
+    collected: CollectedGraph
+    journal: ConfigJournal
+    rows: dict[int, dict[str, Any]]  # config index -> row (committed, journaled, returned)
+    configs: list[LayoutConfig]
+    space: LayoutSpace
+    open: int = 0
+
+
+def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[dict[str, Any]]:
     """Runs on a Ray worker: measure configs ``indices`` (+ the default) of one graph."""
     module = parse_hlo_text(text, source="ray task")
     space = layout_space(module)
@@ -90,27 +100,24 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
     summary = CollectSummary(dataset=str(request.out))
     try:
         pending: dict[Any, str] = {}
-        graphs: dict[str, dict[str, Any]] = {}
+        graphs: dict[str, _Graph] = {}
         for item in request.items:
             collected = build_graph(item, request.backend)
-            work = start_graph(dataset, collected, item.layout, summary)
+            work = start_graph(dataset, collected, item.options, summary)
             if work is None:
                 continue
             layout, journal, done = work
-            layout = replace(layout, backend=request.backend, faults={})
+            layout = replace(layout, backend=request.backend)
             space = layout_space(collected.source.module)
             configs = generate_configs(space, layout.configs, layout.strategy, layout.seed)
             missing = [i for i in range(len(configs)) if i not in done]
-            graphs[collected.graph_id] = {"collected": collected, "journal": journal,
-                                          "rows": done, "configs": configs, "space": space,
-                                          "open": 0}
+            graph = graphs[collected.graph_id] = _Graph(collected, journal, done, configs, space)
             for start in range(0, len(missing), chunk_size):
                 chunk = missing[start:start + chunk_size]
                 ref = remote.remote(collected.source.text, layout, chunk)
                 pending[ref] = collected.graph_id
-                graphs[collected.graph_id]["open"] += 1
-            progress(f"{collected.graph_id}: {len(missing)} configs in "
-                     f"{graphs[collected.graph_id]['open']} Ray tasks")
+                graph.open += 1
+            progress(f"{collected.graph_id}: {len(missing)} configs in {graph.open} Ray tasks")
             if not missing:
                 _commit(dataset, graphs.pop(collected.graph_id), summary)
         while pending:
@@ -119,12 +126,11 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
             state = graphs[graph_id]
             for row in ray.get(ready[0]):
                 if row["status"] in EXTRA_STATUSES:
-                    row["config_index"] = next_control_index(state["rows"],
-                                                             len(state["configs"]))
-                state["rows"][row["config_index"]] = row
-                state["journal"].append(row)
-            state["open"] -= 1
-            if state["open"] == 0:
+                    row["config_index"] = next_control_index(state.rows, len(state.configs))
+                state.rows[row["config_index"]] = row
+                state.journal.append(row)
+            state.open -= 1
+            if state.open == 0:
                 _commit(dataset, graphs.pop(graph_id), summary)
     finally:
         if started_here:
@@ -132,17 +138,7 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
     return summary
 
 
-def _commit(dataset: Dataset, state: dict[str, Any], summary: CollectSummary) -> None:
-    collected = state["collected"]
-    configs: list[LayoutConfig] = state["configs"]
-    rows = [state["rows"][i] for i in sorted(state["rows"])]  # configs, then controls
-    arrays, row_summary = arrays_from_rows(rows, configs, state["space"])
-    collected.config_arrays = arrays
-    collected.row["num_configs"] = int(arrays["config_runtime"].shape[0])
-    write_graphs(dataset, [collected], configs={collected.graph_id: rows})
-    state["journal"].remove()
-    reason = unmeasured_reason(rows)
-    if reason is not None:
-        summary.unmeasured[collected.graph_id] = reason
-    summary.configs[collected.graph_id] = row_summary
-    summary.graphs.append(collected.row)
+def _commit(dataset: Dataset, state: _Graph, summary: CollectSummary) -> None:
+    rows = [state.rows[i] for i in sorted(state.rows)]  # configs, then controls
+    commit_graph(dataset, state.collected, layout_result(rows, state.configs, state.space),
+                 state.journal, summary)

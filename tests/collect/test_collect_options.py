@@ -1,0 +1,91 @@
+"""One record per collect item: CLI flags and plan keys are the same names, built one way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tpugraphs_tools.cli import collect_cmd, main
+from tpugraphs_tools.collect.plan import PlanError, request_from_plan
+from tpugraphs_tools.collect.run import CollectRequest
+from tpugraphs_tools.collect.summary import CollectSummary
+from tpugraphs_tools.measure import options
+from tpugraphs_tools.measure.options import KEYS, MeasureOptions, kernel_session, layout_session
+
+FLAGS = ["--configs", "7", "--strategy", "random", "--seed", "3", "--warmup", "1",
+         "--repeats", "2", "--timeout", "30", "--workers", "2", "--timing-batch", "5",
+         "--isolation", "none", "--timing", "fixed", "--min-sample-ms", "2",
+         "--target-precision", "0.02", "--max-rounds", "9", "--max-seconds-per-config", "3",
+         "--copies", "2", "--max-kernels", "4", "--batch", "6", "--preset", "tiny"]
+
+
+def _cli_request(monkeypatch: pytest.MonkeyPatch, *args: str) -> CollectRequest:
+    seen: list[CollectRequest] = []
+
+    def fake_run(request: CollectRequest, executor: str, address: str | None
+                 ) -> CollectSummary:
+        seen.append(request)
+        return CollectSummary(dataset=request.out)
+
+    monkeypatch.setattr(collect_cmd, "_run", fake_run)
+    result = CliRunner().invoke(main, ["collect", *args])
+    assert result.exit_code == 0, result.output
+    return seen[0]
+
+
+def test_every_option_is_one_flag_and_one_plan_key() -> None:
+    params = {p.name: p for p in collect_cmd.collect.params}
+    assert set(KEYS) <= set(params)  # the CLI parameter is the plan key and the record's field
+    for name in KEYS:  # the record checks what click checks, so a plan is held to the same
+        kind = params[name].type
+        assert options._MINIMUM.get(name) == getattr(kind, "min", None), name
+        assert tuple(options._CHOICES.get(name, ())) == tuple(getattr(kind, "choices", ())), name
+
+
+def test_cli_flags_and_plan_keys_build_the_same_item(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    cli = _cli_request(monkeypatch, "--program", "resnet18", "--out", str(tmp_path), *FLAGS)
+    keys = {FLAGS[i][2:].replace("-", "_"): FLAGS[i + 1] for i in range(0, len(FLAGS), 2)}
+    types = {"configs": int, "seed": int, "warmup": int, "repeats": int, "timeout": float,
+             "workers": int, "timing_batch": int, "min_sample_ms": float,
+             "target_precision": float, "max_rounds": int, "max_seconds_per_config": float,
+             "copies": int, "max_kernels": int, "batch": int}
+    item = {k: types.get(k, str)(v) for k, v in keys.items()}
+    plan = request_from_plan({"out": str(tmp_path), "items": [{"program": "resnet18", **item}]})
+    assert cli.items == plan.items
+    [got] = cli.items
+    assert got.options is not None
+    assert got.options.timing_batch == 5 and got.program_args.batch == 6  # two batches
+
+
+def test_a_bad_plan_value_names_the_item_and_the_key() -> None:
+    with pytest.raises(PlanError, match=r"plan: items\[1\]: copies must be >= 1, got 0"):
+        request_from_plan({"items": [{"hlo": "a.hlo"}, {"hlo": "b.hlo", "copies": 0}]})
+    with pytest.raises(PlanError, match=r"items\[0\]: timing must be one of"):
+        request_from_plan({"defaults": {"timing": "fast"}, "items": [{"hlo": "a.hlo"}]})
+    with pytest.raises(PlanError, match=r"items\[0\]: warmup must be an integer"):
+        request_from_plan({"items": [{"hlo": "a.hlo", "warmup": "2"}]})
+
+
+def test_bad_plan_value_on_the_command_line_is_one_line(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text('{"items": [{"hlo": "a.hlo", "max_rounds": 1}]}')
+    result = CliRunner().invoke(main, ["collect", "--plan", str(plan)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "items[0]: max_rounds must be >= 3, got 1" in result.output
+
+
+def test_worker_specs_are_derived_from_the_record() -> None:
+    opts = MeasureOptions(workers=3, timing_batch=2, timeout=9.0, timing="fixed", copies=2,
+                          max_rounds=5, backend="cpu")
+    spec, pipeline = layout_session(opts, "text", rtol=0.1, compile_options={"a": 1},
+                                    isolation="none")
+    assert (pipeline.compile_workers, pipeline.timing_batch, pipeline.timeout_s) == (3, 2, 9.0)
+    assert spec.engine == "fixed" and spec.stop.copies == 2 and spec.stop.max_rounds == 5
+    assert spec.stop.min_rounds == 5 and spec.backend == "cpu" and spec.options == {"a": 1}
+    spec, pipeline = kernel_session(opts, "text", rtol=0.1, compile_options={},
+                                    isolation="pause", fresh_compiler_per_job=True)
+    assert spec.dedupe_on_code and spec.return_optimized and spec.fresh_compiler_per_job
+    assert pipeline.isolation == "pause" and pipeline.compile_workers == 3

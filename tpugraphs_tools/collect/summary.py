@@ -1,0 +1,96 @@
+"""What a collection reports: typed summaries of one layout graph, one tile program, one run.
+
+``to_json()`` gives the flat, JSON-ready mapping the CLI prints and benchmarks dump (the keys
+they have always used).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+GraphRow = dict[str, Any]  # a graphs.parquet row (store/): the table's schema, not a record
+
+
+@dataclass(frozen=True)
+class LabelQuality:
+    """How sure a graph's layout labels are (collect/labels.py)."""
+
+    ci_half_width_median: float | None  # relative half-width of the ok labels' CIs
+    stop_reasons: dict[str, int]         # why the ok configs stopped being timed
+    rounds_median: float | None
+    window_sd: float | None              # between-window SD (log scale), from repeat rows
+    controls: int                        # A/A control rows (one per timed batch)
+    controls_holding_1: int              # ... whose CI holds 1.0
+    noise_floor: float | None            # median A/A CI half-width: the smallest resolvable
+    control_range: tuple[float, float] | None  # (lowest, highest) A/A ratio
+
+
+@dataclass(frozen=True)
+class LayoutSummary:
+    """One layout graph's configs: counts by status, extremes, label quality."""
+
+    configs: int                 # config rows (control/repeat rows not counted)
+    status: dict[str, int]       # every row's status, control/repeat included
+    worker_restarts: int
+    best_speedup: float | None   # 1 / the smallest ok ratio
+    worst_slowdown: float | None  # the largest ok ratio
+    labels: LabelQuality
+
+    def to_json(self) -> dict[str, Any]:
+        """Flat mapping: the fields, with ``labels`` spread in."""
+        out = {k: v for k, v in asdict(self).items() if k != "labels"}
+        return {**out, **asdict(self.labels)}
+
+
+@dataclass(frozen=True)
+class TileEffect:
+    """One kernel config's effect against the default, in units of the noisier side's CV."""
+
+    graph_id: str
+    parent_instruction: str
+    config: dict[str, Any]
+    relative_to_default: float
+    effect_cv: float | None
+    runtime_cv: float | None
+    default_cv: float | None
+
+
+@dataclass(frozen=True)
+class TileSummary:
+    """One program's tile collection: kernels stored/skipped, configs tried, largest effect."""
+
+    config_space: str
+    kernels: int
+    kernels_skipped: int
+    skipped: dict[str, str]      # parent instruction -> why it was not stored
+    configs: int                 # configs tried, stored kernels or not
+    configs_stored: int
+    status: dict[str, int]
+    worker_restarts: int
+    effects_over_3cv: int
+    largest_effect: TileEffect | None
+    best_speedup: float | None
+    worst_slowdown: float | None
+    instances: dict[str, list[str]] = field(default_factory=dict)  # graph id -> instructions
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class CollectSummary:
+    """What one ``collect`` run did (the CLI prints it; exit status 3 when ``partial``)."""
+
+    dataset: str
+    graphs: list[GraphRow] = field(default_factory=list)
+    configs: dict[str, LayoutSummary] = field(default_factory=dict)  # graph id -> summary
+    skipped: list[str] = field(default_factory=list)                 # already complete
+    tiles: dict[str, TileSummary] = field(default_factory=dict)      # item -> tile summary
+    # graph id (or item) -> why none of its configs could be measured (collect/failures.py)
+    unmeasured: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        """Something was stored without measurements: the CLI exits with EXIT_PARTIAL."""
+        return bool(self.unmeasured)
