@@ -234,6 +234,7 @@ class ConfigCache:
                 if not (folder / "runtime.npy").exists():  # not another process's entry
                     raise
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
-            raise DatasetError(f"{npz}: cannot repack configs into {self.dir}: {exc}") from None
+            raise DatasetError(f"{npz}: cannot repack configs into {self.dir}: {exc} "
+                               f"(--in-memory-configs reads without a cache)") from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
