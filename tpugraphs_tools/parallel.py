@@ -1,5 +1,8 @@
 """One ordered, memory-bounded process pool for per-file work (import, validate).
 
+The executor is only the choice of ``map``: local processes (:class:`Pool`) or Ray tasks
+(:class:`RayPool`, ``--executor ray``), with the same ordered, bounded contract.
+
 Results come back in input order, so a parallel run writes exactly what a serial one does, and
 at most ``2 × jobs`` items are in flight, so memory does not grow with the number of files.
 Workers are spawned (not forked): polars and pyarrow thread pools do not survive a fork.
@@ -13,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from itertools import chain, islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 MIN_PARALLEL = 4  # fewer items than this run in the calling process
 T = TypeVar("T")
@@ -79,3 +82,71 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], jobs: int = 1) -> Iter
     """One-off :meth:`Pool.map` on ``jobs`` processes (1: in this process)."""
     with Pool(jobs) as pool:
         yield from pool.map(fn, items)
+
+
+EXECUTORS = ("local", "ray")
+
+
+class RayPool(Pool):
+    """:class:`Pool` whose ``map`` runs each item as a Ray task (``--executor ray``): files
+    are split across the cluster's nodes, results still come back in input order with a
+    bounded number in flight. Ray is started on first use (``address`` None: a local
+    instance) and shut down on exit when this pool started it. Paths in the items must be
+    readable (and for import writable) at the same place on every node."""
+
+    def __init__(self, address: str | None = None) -> None:
+        super().__init__(1)
+        self.address = address
+        self._ray: Any = None
+        self._started = False
+
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            self._ray.shutdown()
+
+    def _init(self) -> Any:
+        if self._ray is None:
+            try:
+                import ray
+            except ImportError:
+                from tpugraphs_tools.collect.executors.ray_executor import RayUnavailableError
+
+                raise RayUnavailableError("--executor ray needs ray: pip install "
+                                          "'tpugraphs-tools[ray]'") from None
+            if not ray.is_initialized():
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+                self._started = True
+            self._ray = ray
+        return self._ray
+
+    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+        ray = self._init()
+        remote = ray.remote(fn)
+        window = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        pending: deque[Any] = deque()
+
+        def result(ref: Any) -> R:
+            try:
+                return ray.get(ref)  # type: ignore[no-any-return]
+            except ray.exceptions.RayTaskError as exc:  # the task's own error, not Ray's
+                raise exc.cause from None
+
+        try:
+            for item in items:
+                pending.append(remote.remote(item))
+                if len(pending) >= window:
+                    yield result(pending.popleft())
+            while pending:
+                yield result(pending.popleft())
+        finally:
+            for ref in pending:
+                ray.cancel(ref)
+
+
+def make_pool(executor: str = "local", jobs: int = 1, address: str | None = None) -> Pool:
+    """The ordered pool of an ``--executor``: local processes or a Ray cluster."""
+    if executor == "ray":
+        return RayPool(address)
+    if executor != "local":
+        raise ValueError(f"executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
+    return Pool(jobs)

@@ -95,6 +95,9 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
     g0 = items[0].graph
     per_node = g0.info.spec.per_node_configs
     segs = [(slot, it, it.graph.segments[s]) for slot, it in enumerate(items) for s in it.segments]
+    # the sampled configs' rows, read once per graph (lazily from the cache: configstore.py)
+    rows = [it.graph.cfg_feat[it.configs] if per_node else np.zeros(0, np.int8)
+            for it in items]
     n_real = sum(s.nodes.size for _, _, s in segs)
     m_real = sum(s.edges.shape[0] for _, _, s in segs)
     k_real = sum(s.cfg_pos.size for _, _, s in segs) if per_node else 0
@@ -125,7 +128,7 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
         if per_node and seg.cfg_pos.size:
             ks, cc = seg.cfg_pos.size, it.configs.size
             cfg_node[k:k + ks] = seg.cfg_local + n
-            values = g.cfg_feat[it.configs][:, seg.cfg_pos]          # [cc, ks, LAYOUT_SLOTS]
+            values = rows[slot][:, seg.cfg_pos]                      # [cc, ks, LAYOUT_SLOTS]
             cfg_feat[k:k + ks, :cc] = values.transpose(1, 0, 2)
             k += ks
         seg_graph[i] = slot

@@ -49,7 +49,23 @@ class GraphSource(Protocol):
 
     def index(self) -> list[GraphInfo]: ...
 
-    def load(self, info: GraphInfo) -> GraphRecord: ...
+    def load(self, info: GraphInfo, with_configs: bool = True) -> GraphRecord: ...
+
+    def npz_file(self, graph_id: str) -> Path: ...
+
+    def content_key(self, graph_id: str) -> str: ...
+
+    def num_copies(self, graph_id: str, count: int) -> np.ndarray | None: ...
+
+    def cache_root(self) -> Path: ...
+
+
+def _structure_keys(files: list[str], kind: str) -> list[str]:
+    """npz keys without the per-config arrays (those are read lazily, configstore.py)."""
+    from tpugraphs_tools.baseline.configstore import config_keys
+
+    skip = set(config_keys(kind))
+    return [k for k in files if k not in skip]
 
 
 class TgtSource:
@@ -69,23 +85,50 @@ class TgtSource:
                                  row["program"], row["split"]))
         return out
 
-    def _num_copies(self, graph_id: str) -> dict[int, int]:
-        """{npz_row: num_copies} of one graph, read from the table parts that hold it (never
-        the whole configs table); empty when it has no such values."""
+    def num_copies(self, graph_id: str, count: int) -> np.ndarray | None:
+        """int64 [count] per npz row (-1 unknown), read from the table parts that hold the
+        graph (never the whole configs table); None when it has no such values."""
         rows = self.dataset.configs_of(graph_id).filter(
             pl.col("num_copies").is_not_null() & pl.col("npz_row").is_not_null())
-        return {int(r): int(c) for r, c in rows.select("npz_row", "num_copies").iter_rows()}
+        known = {int(r): int(c) for r, c in rows.select("npz_row", "num_copies").iter_rows()}
+        if not known:
+            return None
+        copies = np.full(count, -1, dtype=np.int64)
+        for row, value in known.items():
+            if 0 <= row < count:
+                copies[row] = value
+        return copies
 
-    def load(self, info: GraphInfo) -> GraphRecord:
-        arrays = self.dataset.load_arrays(info.graph_id)
-        copies = None
-        known = self._num_copies(info.graph_id)
-        if known:
-            count = int(arrays["config_runtime"].shape[0])
-            copies = np.full(count, -1, dtype=np.int64)
-            for row, value in known.items():
-                if 0 <= row < count:
-                    copies[row] = value
+    def npz_file(self, graph_id: str) -> Path:
+        return self.dataset.npz_path(graph_id)
+
+    def content_key(self, graph_id: str) -> str:
+        """The manifest checksums of the graph's npz and of the configs parts that may hold
+        its rows: the configs cache is rebuilt when either changes."""
+        from tpugraphs_tools.store.tables import parts_for_key
+
+        files = self.dataset.manifest.get("files", {})
+        rel = self.npz_file(graph_id).relative_to(self.dataset.root).as_posix()
+        parts = parts_for_key(self.dataset.table_info("configs"), graph_id)
+        sums = [str(files.get(rel, {}).get("sha256"))]
+        sums += [f"{p.file}:{files.get(p.file, {}).get('sha256')}" for p in parts]
+        return "|".join(sums)
+
+    def cache_root(self) -> Path:
+        return self.dataset.root
+
+    def load(self, info: GraphInfo, with_configs: bool = True) -> GraphRecord:
+        path = self.npz_file(info.graph_id)
+        if with_configs:
+            arrays = self.dataset.load_arrays(info.graph_id)
+            copies = self.num_copies(info.graph_id, int(arrays["config_runtime"].shape[0]))
+        else:
+            try:
+                with np.load(path, allow_pickle=False) as npz:
+                    keys = tuple(_structure_keys(npz.files, info.kind))
+            except Exception as exc:  # damaged zip: the same message as load_arrays
+                raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
+            arrays, copies = self.dataset.load_arrays(info.graph_id, keys), None
         ds = self.dataset
 
         def hlo() -> str:
@@ -124,11 +167,29 @@ class TpuGraphsTreeSource:
                                f"a TpuGraphs tree such as npz/layout/xla/default)")
         return out
 
-    def load(self, info: GraphInfo) -> GraphRecord:
-        path = self._files[info.graph_id]
+    def npz_file(self, graph_id: str) -> Path:
+        if not self._files:
+            self.index()
+        return self._files[graph_id]
+
+    def content_key(self, graph_id: str) -> str:
+        """sha256 of the npz file: the configs cache is rebuilt when the file changes."""
+        from tpugraphs_tools.store.manifest import sha256_file
+
+        return sha256_file(self.npz_file(graph_id))
+
+    def num_copies(self, graph_id: str, count: int) -> np.ndarray | None:
+        return None     # official trees do not record inserted copies
+
+    def cache_root(self) -> Path:
+        return self.root
+
+    def load(self, info: GraphInfo, with_configs: bool = True) -> GraphRecord:
+        path = self.npz_file(info.graph_id)
         try:
             with np.load(path, allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
+                keys = npz.files if with_configs else _structure_keys(npz.files, info.kind)
+                arrays = {k: npz[k] for k in keys}
         except (OSError, ValueError) as exc:
             raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
         if "node_splits" in arrays:

@@ -35,9 +35,9 @@ def split_configs(graph_id: str, count: int, seed: int, share: float = DEFAULT_S
 
 def view(g: RawGraph, rows: np.ndarray, split: str) -> RawGraph:
     """``g`` restricted to config ``rows`` and marked as ``split`` (graph arrays shared)."""
-    copies = g.num_copies[rows] if g.num_copies is not None else None
+    copies = g.num_copies.take(rows) if g.num_copies is not None else None
     return dataclasses.replace(g, info=dataclasses.replace(g.info, split=split),
-                               runtime=g.runtime[rows], cfg_feat=g.cfg_feat[rows],
+                               runtime=g.runtime.take(rows), cfg_feat=g.cfg_feat.take(rows),
                                num_copies=copies)
 
 
@@ -48,7 +48,7 @@ def holdout_views(graphs: list[RawGraph], seed: int, share: float = DEFAULT_SHAR
     test: list[RawGraph] = []
     notes: list[str] = []
     for g in graphs:
-        count = int(g.runtime.shape[0])
+        count = len(g.runtime)
         parts = split_configs(g.info.graph_id, count, seed, share)
         if parts is None:
             notes.append(f"{g.info.graph_id}: {count} configs; the within-graph "

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpugraphs_tools.baseline.configstore import ConfigRows, GraphConfigs, in_memory
 from tpugraphs_tools.baseline.data import GraphInfo, GraphRecord
 from tpugraphs_tools.baseline.features import (
     LAYOUT_COLUMNS,
@@ -31,6 +32,7 @@ class PrepareOptions:
     hlo_features: bool = False
     max_configs: int = 1000         # per graph, seeded subsample beyond this
     seed: int = 0
+    lazy_configs: bool = True       # per-config arrays from the repacked cache (configstore)
 
 
 @dataclass
@@ -41,9 +43,9 @@ class RawGraph:
     extra: np.ndarray                # float32 [n, E]
     edges: np.ndarray                # int64 [m, 2]
     cfg_ids: np.ndarray              # int64 [nc]
-    cfg_feat: np.ndarray             # layout: float32 [c, nc, Fl]; tile: [c, Ft] (format widths)
-    runtime: np.ndarray              # float64 [c] (tile: normalised by the default config)
-    num_copies: np.ndarray | None
+    cfg_feat: ConfigRows             # layout: int8 [c, nc, Fl]; tile: float32 [c, Ft]
+    runtime: ConfigRows              # float64 [c] (tile: normalised by the default config)
+    num_copies: ConfigRows | None
     kept_nodes: np.ndarray           # ids in the stored graph (pruning)
     warnings: list[str] = field(default_factory=list)
 
@@ -70,45 +72,39 @@ class PreparedGraph:
     extra: np.ndarray                # float32 [n, E] normalised
     layout_cat: np.ndarray           # int32 [n, 6] or [n, 0]
     cfg_ids: np.ndarray
-    cfg_feat: np.ndarray             # layout: int8 values [c, nc, Fl]; tile: float32 [c, Ft]
-    runtime: np.ndarray
-    num_copies: np.ndarray | None
+    cfg_feat: ConfigRows             # layout: int8 values [c, nc, Fl]; tile: float32 [c, Ft]
+    runtime: ConfigRows              # float64 [c]
+    num_copies: ConfigRows | None
     segments: list[Segment]
 
     @property
     def num_configs(self) -> int:
-        return int(self.runtime.shape[0])
+        return len(self.runtime)
 
     @property
     def num_nodes(self) -> int:
         return int(self.opcode.shape[0])
 
 
-def load_raw(record: GraphRecord, options: PrepareOptions) -> RawGraph | None:
-    """Arrays of one graph ready for statistics; None when it has no usable configs."""
+def load_raw(record: GraphRecord, options: PrepareOptions,
+             configs: GraphConfigs | None = None) -> RawGraph | None:
+    """Arrays of one graph ready for statistics; None when it has no usable configs.
+
+    ``configs``: the graph's per-config arrays read lazily (configstore); None takes them
+    from ``record.arrays``. The subsample is a row view either way, so both give the same
+    rows.
+    """
     a = record.arrays
     info = record.info
     notes: list[str] = []
-    runtime = a.get("config_runtime", np.zeros(0)).astype(np.float64)
-    spec = info.spec
-    if not spec.per_node_configs:
-        norm = a.get(spec.normalizer_key or "")
-        if norm is not None:
-            runtime = runtime / np.maximum(norm.astype(np.float64), 1.0)
-        cfg_feat = a.get(spec.config_feat_key,
-                         np.zeros((runtime.size, spec.config_width), np.float32))
-    else:
-        nc = a["node_config_ids"].shape[0]
-        cfg_feat = a.get(spec.config_feat_key,
-                         np.zeros((runtime.size, nc, spec.config_width), np.float32))
-    if runtime.size == 0:
+    if configs is None:
+        configs = in_memory(a, info.kind, record.num_copies)
+    count = len(configs.runtime)
+    if count == 0:
         return None
-    copies = record.num_copies
-    if runtime.size > options.max_configs:
-        rng = np.random.default_rng([options.seed, runtime.size])
-        pick = np.sort(rng.choice(runtime.size, options.max_configs, replace=False))
-        runtime, cfg_feat = runtime[pick], cfg_feat[pick]
-        copies = copies[pick] if copies is not None else None
+    if count > options.max_configs:
+        rng = np.random.default_rng([options.seed, count])
+        configs = configs.take(np.sort(rng.choice(count, options.max_configs, replace=False)))
     n = int(a["node_opcode"].shape[0])
     edges = a["edge_index"].astype(np.int64).reshape(-1, 2)
     cfg_ids = a.get("node_config_ids", np.zeros(0, np.int64)).astype(np.int64)
@@ -130,7 +126,7 @@ def load_raw(record: GraphRecord, options: PrepareOptions) -> RawGraph | None:
         cfg_ids = remap[cfg_ids]
     return RawGraph(info, a["node_opcode"][kept].astype(np.int32),
                     a["node_feat"][kept].astype(np.float32), extra[kept], edges, cfg_ids,
-                    cfg_feat.astype(np.float32), runtime, copies, kept, notes)
+                    configs.feat, configs.runtime, configs.num_copies, kept, notes)
 
 
 @dataclass
@@ -151,7 +147,7 @@ class FeatureStats:
             stats.node.update(stats._node_columns(g.feat))
             stats.extra.update(g.extra)
             if not g.info.spec.per_node_configs:
-                stats.tile_config.update(g.cfg_feat)
+                stats.tile_config.update(g.cfg_feat.read())
         return stats
 
     def _node_columns(self, feat: np.ndarray) -> np.ndarray:
@@ -194,10 +190,9 @@ def finalize(raw: RawGraph, stats: FeatureStats,
     extra = stats.extra(raw.extra) if raw.extra.shape[1] else raw.extra
     layout_cat = layout_categories(raw.feat) if stats.pad_minus_one else \
         np.zeros((raw.num_nodes, 0), np.int32)
+    cfg_feat = raw.cfg_feat     # layout: already int8 categories (configstore.layout_values)
     if not raw.info.spec.per_node_configs:
-        cfg_feat = stats.tile_config(raw.cfg_feat)
-    else:
-        cfg_feat = np.clip(np.rint(raw.cfg_feat), -1, 6).astype(np.int8)
+        cfg_feat = cfg_feat.with_transform(stats.tile_config, stats.tile_config.width)
     if node_segment is None:
         node_segment = np.zeros(raw.num_nodes, np.int64)
     segments = _segments(np.asarray(node_segment, np.int64), raw.edges, raw.cfg_ids)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tpugraphs_tools import __version__
+from tpugraphs_tools.baseline.configstore import ConfigCache
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource, open_source
 from tpugraphs_tools.baseline.holdout import DEFAULT_SHARE, MIN_CONFIGS, holdout_views
 from tpugraphs_tools.baseline.metrics import graph_metrics, mean_metrics
@@ -92,10 +93,15 @@ def load_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineO
     """Raw graphs with configs (one at a time from the source), and notes on the rest."""
     notes: list[str] = []
     raws: list[RawGraph] = []
+    cache = ConfigCache(source.cache_root()) if opts.prepare.lazy_configs else None
     for i, info in enumerate(infos):
         if progress:
             progress(f"loading {info.graph_id} ({i + 1}/{len(infos)})")
-        raw = load_raw(source.load(info), opts.prepare)
+        if cache is None:
+            raw = load_raw(source.load(info), opts.prepare)
+        else:   # structure now, per-config arrays on demand from the repacked cache
+            raw = load_raw(source.load(info, with_configs=False), opts.prepare,
+                           cache.open(source, info.graph_id, info.kind))
         if raw is None:
             notes.append(f"{info.graph_id}: no measured configs, skipped")
             continue
@@ -129,7 +135,7 @@ def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
             continue
         row = {"graph_id": g.info.graph_id, "split": g.info.split, "program": g.info.program,
                "configs": g.num_configs, "nodes": g.num_nodes,
-               "model": graph_metrics(g.runtime, trainer.predict(g))}
+               "model": graph_metrics(g.runtime.read(), trainer.predict(g))}
         row.update(trivial_metrics(g, seed))
         per_graph.append(row)
     summary: dict[str, dict[str, dict[str, float]]] = {}

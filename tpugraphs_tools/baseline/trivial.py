@@ -13,16 +13,20 @@ from tpugraphs_tools.baseline.prepare import PreparedGraph
 def random_metrics(g: PreparedGraph, seed: int, draws: int = 10) -> dict[str, float]:
     """Metrics of a uniformly random order, averaged over ``draws`` orders (NaN-aware)."""
     rng = np.random.default_rng([seed, g.num_configs, g.num_nodes])
-    rows = [graph_metrics(g.runtime, rng.random(g.num_configs)) for _ in range(draws)]
+    runtime = g.runtime.read()
+    rows = [graph_metrics(runtime, rng.random(g.num_configs)) for _ in range(draws)]
     return {k: float(np.nanmean([r[k] for r in rows])) if not all(np.isnan(r[k]) for r in rows)
             else float("nan") for k in rows[0]}
 
 
 def fewer_copies_scores(g: PreparedGraph) -> np.ndarray | None:
     """Layout heuristic "fewer inserted copies is faster": cost = num_copies; None if unknown."""
-    if g.num_copies is None or (g.num_copies < 0).any():
+    if g.num_copies is None:
         return None
-    return g.num_copies.astype(np.float64)
+    copies = g.num_copies.read()
+    if (copies < 0).any():
+        return None
+    return copies.astype(np.float64)
 
 
 def trivial_metrics(g: PreparedGraph, seed: int) -> Mapping[str, dict[str, float]]:
@@ -30,5 +34,5 @@ def trivial_metrics(g: PreparedGraph, seed: int) -> Mapping[str, dict[str, float
     if g.info.spec.per_node_configs:
         copies = fewer_copies_scores(g)
         if copies is not None:
-            out["fewer-copies"] = graph_metrics(g.runtime, copies)
+            out["fewer-copies"] = graph_metrics(g.runtime.read(), copies)
     return out

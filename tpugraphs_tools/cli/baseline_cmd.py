@@ -34,6 +34,9 @@ _COLUMNS = {
 @click.option("--batch-graphs", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--max-configs", type=click.IntRange(min=2), default=1000, show_default=True,
               help="Seeded subsample of configs per graph beyond this.")
+@click.option("--lazy-configs/--in-memory-configs", default=True, show_default=True,
+              help="Read each graph's config features on demand from a repacked cache "
+                   "(DATA/.tgt-cache/) or hold them all in memory.")
 @click.option("--gst/--full-graph", default=False, show_default=True,
               help="Graph Segment Training or whole graphs per step.")
 @click.option("--segment-method", type=click.Choice(["metis", "contiguous"]), default="metis",
@@ -64,7 +67,8 @@ _COLUMNS = {
               help="JSON report path (+ .md beside it) [default: DATA/baseline/report.json].")
 @handle_errors
 def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers: int, loss: str,
-             lr: float, configs_per_graph: int, batch_graphs: int, max_configs: int, gst: bool,
+             lr: float, configs_per_graph: int, batch_graphs: int, max_configs: int,
+             lazy_configs: bool, gst: bool,
              segment_method: str, segment_nodes: int, partition: str | None,
              backprop_segments: int, keep_prob: float, finetune_epochs: int, prune: bool,
              pad_minus_one: bool, hlo_features: bool, cross_config_attention: bool,
@@ -103,7 +107,8 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
                           backprop_segments=backprop_segments, keep_prob=keep_prob,
                           finetune_epochs=finetune_epochs),
         prepare=PrepareOptions(prune=prune, pad_minus_one=pad_minus_one,
-                               hlo_features=hlo_features, max_configs=max_configs, seed=seed))
+                               hlo_features=hlo_features, max_configs=max_configs, seed=seed,
+                               lazy_configs=lazy_configs))
     with terminal.status("baseline") as show:
         report = run_baseline(data, opts, progress=show)
     paths = (write_report(report, report_path) if report_path is not None

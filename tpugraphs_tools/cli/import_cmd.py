@@ -18,10 +18,14 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
               help="Arrays imported between commits (each commit adds one table part).")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0,
               help="Processes reading files (0: one per core). Results do not depend on it.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True, help="Where files are read: local processes (--jobs) or "
+              "tasks on a Ray cluster (files on a filesystem every node sees).")
+@click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it is not empty.")
 @handle_errors
 def import_(tree: str, out: str, backend: str | None, batch_mb: int, jobs: int,
-            overwrite: bool) -> None:
+            executor: str, address: str | None, overwrite: bool) -> None:
     """Read the official TpuGraphs tree TREE into a new tgt dataset.
 
     \b
@@ -41,6 +45,7 @@ def import_(tree: str, out: str, backend: str | None, batch_mb: int, jobs: int,
     with terminal.progress("importing") as advance:
         result = import_tpugraphs(tree, out, backend=backend, overwrite=overwrite,
                                   batch_bytes=batch_mb << 20, jobs=jobs or default_jobs(),
+                                  executor=executor, address=address,
                                   progress=advance)
     terminal.warnings(result.warnings)
     table = terminal.table(f"imported from {tree}", ("folder", "graphs"), right={"graphs"})

@@ -25,9 +25,13 @@ from tpugraphs_tools.validate.report import Finding, Report
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0,
               help="Processes checking npz files (0: one per core). Findings do not depend "
                    "on it.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True, help="Where files are read: local processes (--jobs) or "
+              "tasks on a Ray cluster (files on a filesystem every node sees).")
+@click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
 @handle_errors
 def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
-             examples: int, jobs: int) -> None:
+             examples: int, jobs: int, executor: str, address: str | None) -> None:
     """Check DATA (default data/) and exit 0 if clean, 1 on findings, 2 on usage errors.
 
     DATA is a tgt dataset (manifest.json), an official TpuGraphs tree (npz/layout/...,
@@ -43,7 +47,8 @@ def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
     from tpugraphs_tools.parallel import default_jobs
     from tpugraphs_tools.validate import validate_path
 
-    report = validate_path(data, max_errors=max_errors, jobs=jobs or default_jobs())
+    report = validate_path(data, max_errors=max_errors, jobs=jobs or default_jobs(),
+                           executor=executor, address=address)
     if as_json:
         terminal.raw(json.dumps({**report.to_json(), "ok": report.ok(strict=strict),
                                  "strict": strict}, indent=2))

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import TreeEntry, collection_of, parse_tree_path
-from tpugraphs_tools.parallel import ordered_map
+from tpugraphs_tools.parallel import make_pool
 from tpugraphs_tools.publish._npz import read_official_npz
 from tpugraphs_tools.publish._official import conform, num_configs
 from tpugraphs_tools.publish._provenance import applies, entry_key, read_provenance
@@ -193,13 +193,16 @@ def prepare(job: tuple[Path, TreeEntry, str | None, Path, dict[str, Any] | None]
 
 def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str | None = None,
                      overwrite: bool = False, batch_bytes: int = 256 << 20, jobs: int = 1,
+                     executor: str = "local", address: str | None = None,
                      progress: Callable[[int, int], None] = lambda _i, _n: None) -> ImportResult:
     """Read every file of ``tree`` into a new dataset at ``out`` (renamed into place at the end).
 
     Files are read (on ``jobs`` processes) one at a time and their npz written straight to
     disk; a commit, adding one part to each table, follows every ``batch_bytes`` of arrays,
-    so memory does not grow with the tree. Results are the same for any ``jobs``; the dataset
-    only appears at ``out`` once every file is in. ``backend`` overrides what a tgt export
+    so memory does not grow with the tree. Results are the same for any ``jobs`` and with
+    ``executor="ray"`` (files split across the Ray cluster at ``address``; the tree and
+    ``out`` must then be on a filesystem every node sees). The dataset only appears at
+    ``out`` once every file is in. ``backend`` overrides what a tgt export
     recorded (default: recorded, else ``tpu``).
     """
     tree = Path(tree)
@@ -208,14 +211,14 @@ def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str | None =
     provenance = read_provenance(tree)
     result = ImportResult(Path(out))
     seen: dict[str, str] = {}
-    with staged_dir(out, overwrite) as stage:
+    with staged_dir(out, overwrite) as stage, make_pool(executor, jobs, address) as pool:
         scratch = stage / SCRATCH
         scratch.mkdir()
         dataset = Dataset.open(stage, create=True)
         tx, pending = dataset.transaction(), 0
         work = ((tree, entry, backend, scratch, provenance.get(entry_key(entry)))
                 for entry in entries)
-        for done, prep in enumerate(ordered_map(prepare, work, jobs), start=1):
+        for done, prep in enumerate(pool.map(prepare, work), start=1):
             if prep.extra:
                 result.warnings.append(f"{prep.rel}: keys {', '.join(prep.extra)} are not "
                                        "TpuGraphs keys; left out")

@@ -18,6 +18,8 @@ JOURNAL = ".tgt-commit.json"
 TEMP_MARK = ".tgt-tmp-"
 # Work journals of unfinished collections (collect/journal.py): outside the committed data.
 WORK_DIR = ".tgt-work"
+# Derived, rebuildable data (baseline/configstore.py): outside the committed data too.
+CACHE_DIR = ".tgt-cache"
 # Temp files staged by this process's open transactions: sweeping must leave them alone.
 LIVE: set[Path] = set()
 

@@ -101,7 +101,7 @@ def check_files(root: Path, manifest: dict[str, Any], report: Report, hasher: Ha
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        if rel == MANIFEST or rel in listed:
+        if rel == MANIFEST or rel in listed or rel.startswith(f"{atomic.CACHE_DIR}/"):
             continue
         if rel.startswith(f"{WORK_DIR}/"):
             report.emit("dataset.partial_collection",

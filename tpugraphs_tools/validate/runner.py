@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from tpugraphs_tools.format import KINDS
-from tpugraphs_tools.parallel import Pool
+from tpugraphs_tools.parallel import Pool, make_pool
 from tpugraphs_tools.store.manifest import MANIFEST
 from tpugraphs_tools.store.tables import Part, TableInfo
 from tpugraphs_tools.validate import dataset_checks, dataset_rows, table_checks, tree_checks
@@ -29,10 +29,12 @@ _TGT_MARKERS = ("graphs.parquet", "configs.parquet", "tables")
 
 
 def validate_path(path: str | Path, max_errors: int | None = None, *,
-                  max_array_bytes: int = MAX_ARRAY_BYTES, jobs: int = 1) -> Report:
+                  max_array_bytes: int = MAX_ARRAY_BYTES, jobs: int = 1,
+                  executor: str = "local", address: str | None = None) -> Report:
     """Validate a tgt dataset, an official TpuGraphs tree, a directory of npz or one npz.
 
-    ``jobs`` processes check npz files; findings are the same for any ``jobs``.
+    ``jobs`` processes check npz files, or with ``executor="ray"`` tasks on the Ray cluster
+    at ``address`` (files on a filesystem every node sees); findings are the same for all.
     """
     root = Path(path)
     report = Report(root=str(root), max_errors=max_errors)
@@ -45,7 +47,7 @@ def validate_path(path: str | Path, max_errors: int | None = None, *,
         return report
     if (root / MANIFEST).exists() or any((root / m).exists() for m in _TGT_MARKERS):
         report.kind = "tgt"
-        with Pool(jobs) as pool:
+        with make_pool(executor, jobs, address) as pool:
             _validate_tgt(root, report, max_array_bytes, pool)
         return report
     files = tree_checks.discover(root)
@@ -54,7 +56,7 @@ def validate_path(path: str | Path, max_errors: int | None = None, *,
         report.emit("dataset.not_a_dataset", "no manifest.json and no .npz files", ".")
         return report
     report.kind = "tpugraphs" if tree_checks.is_tree(files) else "npz"
-    with Pool(jobs) as pool:
+    with make_pool(executor, jobs, address) as pool:
         tree_checks.check_tree(root, files, report, max_array_bytes, pool)
     return report
 
