@@ -71,12 +71,14 @@ def front_matter(info: PublishInfo) -> dict[str, Any]:
                                         "path": f"{table}/{info.name}-{s}-*.parquet"}
                                        for s in splits]})
         split_info = []
+        dataset_size = 0
         for s in splits:
             rows, nbytes = info.split_rows(table, s)
             split_info.append({"name": HF_SPLIT[s], "num_bytes": nbytes, "num_examples": rows})
+            dataset_size += nbytes
         dataset_info.append({"config_name": table, "features": hf_features(info.schemas[table]),
                              "splits": split_info, "download_size": info.download_size(table),
-                             "dataset_size": sum(x["num_bytes"] for x in split_info)})
+                             "dataset_size": dataset_size})
     examples = max(info.provenance["graphs"], info.provenance["configs"])
     return {"license": info.license, "pretty_name": info.name,
             "tags": ["tpugraphs", "xla", "hlo", "compiler", "graph", "performance-prediction"],

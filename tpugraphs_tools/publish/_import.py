@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -185,7 +185,8 @@ def prepare(job: tuple[Path, TreeEntry, str | None, Path, dict[str, Any] | None]
     rows = [{**r, "graph_id": row["graph_id"]} for r in config_rows(entry, arrays, origin)]
     npz = scratch / f"{uuid.uuid4().hex}.npz"
     with open(npz, "wb") as f:
-        np.savez_compressed(f, **arrays)
+        # numpy's stub would match the names against allow_pickle: bool
+        np.savez_compressed(f, **cast("dict[str, Any]", arrays))
     return Prepared(entry.rel, folder_of(entry), row, origin is not None,
                     to_arrow_table("configs", rows), extra,
                     sum(a.nbytes for a in arrays.values()), npz)
