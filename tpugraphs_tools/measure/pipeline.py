@@ -178,7 +178,7 @@ class PipelinedMeasurer:
                     pause = ([p.pid for p in self._compilers]
                              if self.isolation == "pause" else [])
                     self._measurer.conn.send(Batch([*batch, *self._repeat(singles)], pause,
-                                                  context()))
+                                                   context()))
                     batch_started = time.monotonic()
 
             conns = [self._compilers[s].conn for s in compiling]
