@@ -27,6 +27,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check tpugraphs_tools tests bench
+	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 lint: $(STAMP)

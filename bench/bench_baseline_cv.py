@@ -34,7 +34,7 @@ def main() -> int:
         opts = BaselineOptions(train=TrainConfig(epochs=args.epochs, lr=2e-3, seed=seed),
                                prepare=PrepareOptions(seed=seed), holdout="programs")
         report = run_baseline(Path(args.data), opts)
-        for collection in report["collections"].values():
+        for collection in report.to_json()["collections"].values():
             for graph in collection["evaluations"]["by-program"]["per_graph"]:
                 if graph["split"] in ("valid", "test") and graph["model"].get("kendall_tau") \
                         is not None:

@@ -127,7 +127,7 @@ class RayPool(Pool):
 
         def result(ref: Any) -> R:
             try:
-                return ray.get(ref)  # type: ignore[no-any-return]
+                return ray.get(ref)
             except ray.exceptions.RayTaskError as exc:  # the task's own error, not Ray's
                 raise exc.cause from None
 

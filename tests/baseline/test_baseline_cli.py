@@ -60,8 +60,8 @@ def test_baseline_split_is_the_export_split(layout_ds: Path, tmp_path: Path) -> 
 
     report = run_baseline(layout_ds, BaselineOptions(hidden=16, layers=1, holdout="programs",
                                                      train=TrainConfig(epochs=1)))
-    rows = report["collections"]["layout"]["evaluations"]["by-program"]["per_graph"]
-    baseline_split = {r["graph_id"]: r["split"] for r in rows}
+    rows = report.collections["layout"].evaluations["by-program"].per_graph
+    baseline_split = {r.graph_id: r.split for r in rows}
     export_tpugraphs(layout_ds, tmp_path / "tree", seed=0)
     exported = {e.stem: e.split for e in (parse_tree_path(p.relative_to(tmp_path / "tree")
                                                           .as_posix())
@@ -127,9 +127,9 @@ def test_tile_collection_from_npz_tree(tmp_path: Path) -> None:
     opts = BaselineOptions(hidden=16, layers=1, train=TrainConfig(
         epochs=2, configs_per_graph=4, batch_graphs=2))
     report = run_baseline(tmp_path / "npz", opts)
-    section = report["collections"]["tile/xla"]
-    assert section["kind"] == "tile" and section["split_method"] == "dataset"
-    test = section["evaluations"]["by-program"]["results"]["test"]
+    section = report.collections["tile/xla"]
+    assert section.kind == "tile" and section.split_method == "dataset"
+    test = section.evaluations["by-program"].results["test"]
     assert set(test) == {"model", "random"}
     assert 0.0 <= test["model"]["kaggle_tile_score"] <= 1.0
     with pytest.raises(DatasetError):
@@ -174,10 +174,10 @@ def test_real_hlo_graphs_with_hlo_features(tmp_path: Path) -> None:
         epochs=2, configs_per_graph=4, batch_graphs=2),
         prepare=PrepareOptions(hlo_features=True))
     report = run_baseline(tmp_path / "real", opts)
-    section = report["collections"]["layout"]
-    assert not [n for n in section["notes"] if "extra features" in n or "no stored" in n]
-    by_program = section["evaluations"]["by-program"]
-    assert by_program["graphs"] == {"train": 2, "valid": 1, "test": 1}
+    section = report.collections["layout"]
+    assert not [n for n in section.notes if "extra features" in n or "no stored" in n]
+    by_program = section.evaluations["by-program"]
+    assert by_program.graphs == {"train": 2, "valid": 1, "test": 1}
     assert any(n.startswith("no fewer-copies ranker: num_copies is unknown")
-               for n in by_program["notes"])
-    assert "fewer-copies" not in by_program["results"]["test"]
+               for n in by_program.notes)
+    assert "fewer-copies" not in by_program.results["test"]

@@ -53,11 +53,11 @@ def test_lazy_and_in_memory_reports_are_identical(tmp_path: Path, collection: st
                                                                       lazy_configs=True))
     lazy = run_baseline(root, lazy_opts)
     assert len(list((root / CACHE_DIR).iterdir())) == 6      # one folder per graph
-    assert _strip(lazy) == _strip(memory)
-    evaluations = memory["collections"][collection]["evaluations"]
-    assert evaluations and all(e["per_graph"] for e in evaluations.values())
+    assert _strip(lazy.to_json()) == _strip(memory.to_json())
+    evaluations = memory.collections[collection].evaluations
+    assert evaluations and all(e.per_graph for e in evaluations.values())
     again = run_baseline(root, lazy_opts)                     # from the cache as built
-    assert _strip(again) == _strip(memory)
+    assert _strip(again.to_json()) == _strip(memory.to_json())
     assert validate_path(root).ok(strict=True)                # the cache is not data
 
 

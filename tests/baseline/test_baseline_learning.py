@@ -17,14 +17,13 @@ def test_model_learns_known_runtime_function(tmp_path: Path) -> None:
         train=TrainConfig(epochs=30, lr=3e-3, configs_per_graph=16, batch_graphs=4, seed=0),
         prepare=PrepareOptions(pad_minus_one=True), holdout="programs")
     report = run_baseline(tmp_path / "ds", opts)
-    section = report["collections"]["layout"]["evaluations"]["by-program"]
-    assert section["graphs"]["train"] >= 30
-    held_out = [r for r in section["per_graph"]]
-    taus = [r["model"]["kendall_tau"] for r in held_out]
+    section = report.collections["layout"].evaluations["by-program"]
+    assert section.graphs["train"] >= 30
+    taus = [r.methods["model"]["kendall_tau"] for r in section.per_graph]
     mean_tau = sum(taus) / len(taus)
     assert mean_tau >= 0.8, taus
     for split in ("valid", "test"):
-        res = section["results"][split]
+        res = section.results[split]
         assert res["model"]["kendall_tau"] > res["random"]["kendall_tau"] + 0.5
         assert res["model"]["kendall_tau"] > res["fewer-copies"]["kendall_tau"]
-    assert section["train"]["compiles"]["step"] <= 3
+    assert section.train.compiles["step"] <= 3

@@ -80,3 +80,18 @@ def test_a_broken_provenance_file_is_named(exported: Path, tmp_path: Path):
     with pytest.raises(DatasetError, match=PROVENANCE):
         import_tpugraphs(tree, tmp_path / "d")
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize(("key", "value"), [("default_row", "0"), ("backend", 3),
+                                            ("arrays_sha256", None)])
+def test_a_mistyped_provenance_entry_is_named(exported: Path, tmp_path: Path, key: str,
+                                              value: object):
+    tree = tmp_path / "tree"
+    shutil.copytree(exported, tree)
+    body = json.loads((tree / PROVENANCE).read_text())
+    rel = sorted(body["files"])[0]
+    body["files"][rel][key] = value
+    (tree / PROVENANCE).write_text(json.dumps(body))
+    with pytest.raises(DatasetError, match=rf"{PROVENANCE}: files\['{rel}'\]\.{key}"):
+        import_tpugraphs(tree, tmp_path / "d")
+    assert not (tmp_path / "d").exists()

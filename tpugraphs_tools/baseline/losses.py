@@ -10,17 +10,18 @@ from typing import Protocol
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 
 class RankingLoss(Protocol):
-    def __call__(self, pred: jax.Array, runtime: jax.Array, valid: jax.Array) -> jax.Array: ...
+    def __call__(self, pred: ArrayLike, runtime: ArrayLike, valid: ArrayLike) -> jax.Array: ...
 
 
-def _f32(*arrays: jax.Array) -> tuple[jax.Array, ...]:
+def _f32(*arrays: ArrayLike) -> tuple[jax.Array, ...]:
     return tuple(jnp.asarray(a, jnp.float32) for a in arrays)
 
 
-def pairwise_hinge(pred: jax.Array, runtime: jax.Array, valid: jax.Array,
+def pairwise_hinge(pred: ArrayLike, runtime: ArrayLike, valid: ArrayLike,
                    margin: float = 0.1) -> jax.Array:
     """Mean over ordered pairs (y_i < y_j) of ``max(0, margin − (pred_j − pred_i))``."""
     pred, runtime, valid = _f32(pred, runtime, valid)
@@ -31,7 +32,7 @@ def pairwise_hinge(pred: jax.Array, runtime: jax.Array, valid: jax.Array,
     return loss.sum() / jnp.maximum(pair.sum(), 1)
 
 
-def listmle(pred: jax.Array, runtime: jax.Array, valid: jax.Array) -> jax.Array:
+def listmle(pred: ArrayLike, runtime: ArrayLike, valid: ArrayLike) -> jax.Array:
     """Plackett-Luce negative log-likelihood of the true order (fastest first), per graph mean.
 
     Padded configs are sorted last and contribute neither terms nor normaliser mass.

@@ -10,6 +10,8 @@ import math
 import re
 from typing import Any
 
+from tpugraphs_tools.baseline.report import BaselineReport, Evaluation
+
 COLUMNS = (("Kendall τ", "kendall_tau"), ("OPA", "opa"), ("slowdown@1", "slowdown@1"),
            ("slowdown@5", "slowdown@5"), ("top-5 err", "top5_error"),
            ("Kaggle tile", "kaggle_tile_score"))
@@ -21,32 +23,26 @@ def _fmt(value: Any) -> str:
     return f"{value:.3f}"
 
 
-def evaluation_title(name: str, evaluation: dict[str, Any]) -> str:
+def evaluation_title(name: str, evaluation: Evaluation) -> str:
     """One line saying what was held out: programs (graphs per split) or configs."""
-    g = evaluation["graphs"]
-    if evaluation.get("holdout") == "configs":
-        c = evaluation["configs"]
+    g = evaluation.graphs
+    c = evaluation.configs
+    if evaluation.holdout == "configs" and c is not None:
         return (f"{name}, held-out configs within each graph: {g['test']} graph(s), "
                 f"{c['train']} train / {c['held_out']} held-out configs, split "
-                f"{evaluation['split_method']}")
+                f"{evaluation.split_method}")
     return (f"{name}, held-out programs: {g['train']}/{g['valid']}/{g['test']} "
-            f"train/valid/test graphs, split {evaluation['split_method']}")
+            f"train/valid/test graphs, split {evaluation.split_method}")
 
 
-def evaluations(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(collection name, evaluation) pairs in report order."""
-    return [(name, ev) for name, section in report["collections"].items()
-            for ev in section["evaluations"].values()]
-
-
-def results_markdown(report: dict[str, Any]) -> str:
+def results_markdown(report: BaselineReport) -> str:
     """One table per collection and evaluation: split × method rows (model first)."""
     out = []
-    for name, ev in evaluations(report):
-        out.append(f"**{evaluation_title(name, ev)}**, training {ev['train']['seconds']:.1f} s.\n")
+    for name, ev in report.evaluations():
+        out.append(f"**{evaluation_title(name, ev)}**, training {ev.train.seconds:.1f} s.\n")
         out.append("| split | method | graphs | " + " | ".join(c for c, _ in COLUMNS) + " |")
         out.append("|---|---|---:|" + "---:|" * len(COLUMNS))
-        for split, methods in ev["results"].items():
+        for split, methods in ev.results.items():
             for method, values in methods.items():
                 cells = " | ".join(_fmt(values.get(k)) for _, k in COLUMNS)
                 label = f"**{method}**" if method == "model" else method
@@ -55,25 +51,24 @@ def results_markdown(report: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def report_markdown(report: dict[str, Any]) -> str:
+def report_markdown(report: BaselineReport) -> str:
     """The whole report for a reader: what was scored, how it was split, versions, notes."""
-    split = report["split"]
-    versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v)
-    lines = [f"# tgt baseline report: {report['source']}", "",
-             f"- tgt {report['tgt_version']}; {versions}",
-             f"- programs split {split['policy']} "
-             f"{'/'.join(f'{r:g}' for r in split['ratios'])} (seed {split['seed']}); "
-             f"within each graph {split['within_graph_share']:g} of the configs held out "
-             f"(graphs with ≥ {split['within_graph_min_configs']} configs)",
-             f"- model {report['options']['model']}, {report['options']['train']['epochs']} "
-             f"epochs, loss {report['options']['train']['loss']}", "",
+    split = report.split
+    versions = ", ".join(f"{k} {v}" for k, v in report.versions.items() if v)
+    options = report.options
+    lines = [f"# tgt baseline report: {report.source}", "",
+             f"- tgt {report.tgt_version}; {versions}",
+             f"- programs split {split.policy} "
+             f"{'/'.join(f'{r:g}' for r in split.ratios)} (seed {split.seed}); "
+             f"within each graph {split.within_graph_share:g} of the configs held out "
+             f"(graphs with ≥ {split.within_graph_min_configs} configs)",
+             f"- model {options['model']}, {options['train']['epochs']} "
+             f"epochs, loss {options['train']['loss']}", "",
              results_markdown(report)]
-    for name, reason in report.get("skipped", {}).items():
+    for name, reason in report.skipped.items():
         lines.append(f"- {name}: not scored: {reason}")
-    for name, section in report["collections"].items():
-        notes = section["notes"] + [n for ev in section["evaluations"].values()
-                                    for n in ev["notes"]]
-        lines.extend(f"- {name}: {n}" for n in notes)
+    for name, section in report.collections.items():
+        lines.extend(f"- {name}: {n}" for n in section.all_notes())
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -14,12 +14,15 @@ from dataclasses import dataclass
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from tpugraphs_tools.baseline.batching import LAYOUT_SLOTS, Batch, Stale
 from tpugraphs_tools.features.opcodes import OPCODE_NAMES
 from tpugraphs_tools.format import collection_of
 
 NUM_VALUES = 8  # layout values −1..6 → 0..7
+# A Batch/Stale field: a host array, a tracer once the step is jitted.
+Arr = jax.Array | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,7 @@ class ModelConfig:
     cross_config_attention: bool = False
 
 
-def _segment_sum(x: jax.Array, ids: jax.Array, n: int) -> jax.Array:
+def _segment_sum(x: Arr, ids: Arr, n: int) -> jax.Array:
     return jax.ops.segment_sum(x, ids, num_segments=n)
 
 
@@ -112,7 +115,7 @@ class CrossConfigAttention(nn.Module):
     hidden: int
 
     @nn.compact
-    def __call__(self, x: jax.Array, valid: jax.Array) -> jax.Array:
+    def __call__(self, x: jax.Array, valid: Arr) -> jax.Array:
         y = nn.LayerNorm()(x)
         q, k, v = (nn.Dense(self.hidden)(y) for _ in range(3))
         logits = jnp.einsum("bch,bdh->bcd", q, k) / jnp.sqrt(self.hidden)
@@ -126,8 +129,7 @@ class Head(nn.Module):
     cfg: ModelConfig
 
     @nn.compact
-    def __call__(self, graph_emb: jax.Array, graph_cfg: jax.Array,
-                 valid: jax.Array) -> jax.Array:
+    def __call__(self, graph_emb: jax.Array, graph_cfg: Arr, valid: Arr) -> jax.Array:
         h = self.cfg.hidden
         x = jnp.broadcast_to(graph_emb, (*valid.shape, h))
         if graph_cfg.shape[-1]:
@@ -138,7 +140,7 @@ class Head(nn.Module):
         return nn.Dense(1)(x)[..., 0]
 
 
-def combine(seg_emb: jax.Array, seg_graph: jax.Array, seg_mask: jax.Array, stale: Stale,
+def combine(seg_emb: jax.Array, seg_graph: Arr, seg_mask: Arr, stale: Stale,
             batch_graphs: int) -> jax.Array:
     """Mean of fresh + historical segment embeddings per graph → ``[B, Cn, H]``."""
     b = batch_graphs + 1
@@ -159,7 +161,7 @@ class CostModel(nn.Module):
     def encode(self, b: Batch) -> jax.Array:
         return self.encoder(b, self.values)
 
-    def score(self, graph_emb: jax.Array, graph_cfg: jax.Array, valid: jax.Array) -> jax.Array:
+    def score(self, graph_emb: jax.Array, graph_cfg: Arr, valid: Arr) -> jax.Array:
         return self.head(graph_emb, graph_cfg, valid)
 
     def __call__(self, b: Batch, stale: Stale) -> tuple[jax.Array, jax.Array]:

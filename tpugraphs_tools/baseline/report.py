@@ -8,15 +8,150 @@ files in ``baseline/`` (tree readers only look at ``*.npz``).
 from __future__ import annotations
 
 import json
+import math
 import platform
+from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 REPORT_DIR = "baseline"
 REPORT_JSON = f"{REPORT_DIR}/report.json"
 REPORT_MD = f"{REPORT_DIR}/report.md"
 _PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "scipy")
+
+
+# Metrics per ranking method ("model", "random", "fewer-copies") of one graph or one split.
+Metrics = dict[str, float]
+
+
+@dataclass
+class GraphScore:
+    """One held-out graph (or graph view) and how well each method ranked its configs."""
+
+    graph_id: str
+    split: str
+    program: str
+    configs: int
+    nodes: int
+    methods: dict[str, Metrics]       # method → graph_metrics (model first)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"graph_id": self.graph_id, "split": self.split, "program": self.program,
+                "configs": self.configs, "nodes": self.nodes, **self.methods}
+
+
+@dataclass
+class TrainStats:
+    """How the evaluation's model was fitted."""
+
+    seconds: float
+    loss: list[float]
+    epoch_seconds: list[float]
+    finetune_loss: list[float]
+    compiles: dict[str, int]          # per jitted function (Trainer.compiles)
+    segments: int
+    embedding_table_bytes: int
+
+
+@dataclass
+class Evaluation:
+    """One model fitted and scored on one hold-out of a collection."""
+
+    holdout: str                      # "programs" | "configs"
+    split_method: str
+    graphs: dict[str, int]            # graphs per split (train / valid / test)
+    programs: dict[str, list[str]]    # programs per split
+    train: TrainStats
+    kind: str
+    results: dict[str, dict[str, Metrics]]   # split → method → mean_metrics
+    per_graph: list[GraphScore]
+    notes: list[str]
+    # within-graph hold-outs only: config counts, held-out share, smallest graph scored
+    configs: dict[str, int] | None = None
+    share: float | None = None
+    min_configs: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "holdout": self.holdout, "split_method": self.split_method, "graphs": self.graphs,
+            "programs": self.programs, "train": asdict(self.train), "kind": self.kind,
+            "results": self.results, "per_graph": [g.to_json() for g in self.per_graph],
+            "notes": self.notes}
+        extra = {"configs": self.configs, "share": self.share, "min_configs": self.min_configs}
+        return {**out, **{k: v for k, v in extra.items() if v is not None}}
+
+
+@dataclass
+class CollectionReport:
+    """Every evaluation of one collection (layout / tile, or a TpuGraphs sub-collection)."""
+
+    kind: str
+    graphs: int
+    programs: int
+    split_method: str
+    evaluations: dict[str, Evaluation]   # "by-program" and/or "within-graph"
+    notes: list[str]
+
+    def all_notes(self) -> list[str]:
+        """The collection's notes, then each evaluation's."""
+        return self.notes + [n for ev in self.evaluations.values() for n in ev.notes]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "graphs": self.graphs, "programs": self.programs,
+                "split_method": self.split_method, "notes": self.notes,
+                "evaluations": {k: e.to_json() for k, e in self.evaluations.items()}}
+
+
+@dataclass
+class SplitPolicy:
+    """How graphs and configs were held out (the same split ``tgt export`` writes)."""
+
+    policy: str
+    ratios: list[float]
+    seed: int
+    within_graph_share: float
+    within_graph_min_configs: int
+
+
+@dataclass
+class BaselineReport:
+    """What ``run_baseline`` returns; ``to_json`` is the ``report.json`` document."""
+
+    tgt_version: str
+    versions: dict[str, str | None]
+    source: str
+    options: dict[str, Any]           # BaselineOptions.to_json()
+    split: SplitPolicy
+    collections: dict[str, CollectionReport] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)   # collection → why not scored
+
+    def to_json(self) -> dict[str, Any]:
+        return json_safe({
+            "tgt_version": self.tgt_version, "versions": self.versions, "source": self.source,
+            "options": self.options, "split": asdict(self.split),
+            "collections": {k: c.to_json() for k, c in self.collections.items()},
+            "skipped": self.skipped})
+
+    def evaluations(self) -> list[tuple[str, Evaluation]]:
+        """(collection name, evaluation) pairs in report order."""
+        return [(name, ev) for name, section in self.collections.items()
+                for ev in section.evaluations.values()]
+
+
+def json_safe(value: Any) -> Any:
+    """NaN → null, numpy scalars → Python, tuples → lists: what JSON can hold."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def versions() -> dict[str, str | None]:
@@ -30,15 +165,15 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def report_bytes(report: dict[str, Any]) -> tuple[bytes, bytes]:
+def report_bytes(report: BaselineReport) -> tuple[bytes, bytes]:
     """(JSON, Markdown) of one report."""
     from tpugraphs_tools.baseline.markdown import report_markdown
 
-    return ((json.dumps(report, indent=2, sort_keys=True) + "\n").encode(),
+    return ((json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n").encode(),
             report_markdown(report).encode())
 
 
-def write_report(report: dict[str, Any], path: str | Path) -> list[Path]:
+def write_report(report: BaselineReport, path: str | Path) -> list[Path]:
     """JSON at ``path`` and Markdown beside it (same name, ``.md``)."""
     data, markdown = report_bytes(report)
     path = Path(path)
@@ -49,7 +184,7 @@ def write_report(report: dict[str, Any], path: str | Path) -> list[Path]:
     return [path, md]
 
 
-def save_report(report: dict[str, Any], data: str | Path) -> list[Path]:
+def save_report(report: BaselineReport, data: str | Path) -> list[Path]:
     """Store the report inside ``data`` (a tgt dataset or an official tree)."""
     from tpugraphs_tools.store import MANIFEST, Dataset
 

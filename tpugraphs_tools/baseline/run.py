@@ -9,7 +9,6 @@ a single collected program is scored too.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +31,16 @@ from tpugraphs_tools.baseline.prepare import (
     finalize,
     load_raw,
 )
-from tpugraphs_tools.baseline.report import versions
+from tpugraphs_tools.baseline.report import (
+    BaselineReport,
+    CollectionReport,
+    Evaluation,
+    GraphScore,
+    Metrics,
+    SplitPolicy,
+    TrainStats,
+    versions,
+)
 from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 from tpugraphs_tools.baseline.trivial import trivial_metrics
@@ -75,19 +83,6 @@ def _segmentation(raw: RawGraph, source: GraphSource, opts: BaselineOptions) -> 
                            max_segment_nodes=opts.segment_nodes).node_segment
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN → null, numpy scalars → Python."""
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def load_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,
                     progress: Progress | None = None) -> tuple[list[RawGraph], list[str]]:
     """Raw graphs with configs (one at a time from the source), and notes on the rest."""
@@ -127,33 +122,32 @@ def prepare(raws: list[RawGraph], fit_on: list[RawGraph], source: GraphSource,
 
 
 def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
-             ) -> tuple[dict[str, dict[str, dict[str, float]]], list[dict[str, Any]]]:
-    """Per split: method → mean metrics; plus per-graph rows."""
-    per_graph: list[dict[str, Any]] = []
+             ) -> tuple[dict[str, dict[str, Metrics]], list[GraphScore]]:
+    """Per split: method → mean metrics; plus per-graph scores."""
+    per_graph: list[GraphScore] = []
     for g in graphs:
         if g.info.split not in EVAL_SPLITS:
             continue
-        row = {"graph_id": g.info.graph_id, "split": g.info.split, "program": g.info.program,
-               "configs": g.num_configs, "nodes": g.num_nodes,
-               "model": graph_metrics(g.runtime.read(), trainer.predict(g))}
-        row.update(trivial_metrics(g, seed))
-        per_graph.append(row)
-    summary: dict[str, dict[str, dict[str, float]]] = {}
+        methods = {"model": graph_metrics(g.runtime.read(), trainer.predict(g)),
+                   **trivial_metrics(g, seed)}
+        per_graph.append(GraphScore(g.info.graph_id, g.info.split, g.info.program,
+                                    g.num_configs, g.num_nodes, methods))
+    summary: dict[str, dict[str, Metrics]] = {}
     for split in EVAL_SPLITS:
-        rows = [r for r in per_graph if r["split"] == split]
+        rows = [r.methods for r in per_graph if r.split == split]
         if not rows:
             continue
-        methods = ["model", "random", "fewer-copies"]
-        summary[split] = {m: mean_metrics(r[m] for r in rows if m in r) for m in methods
+        methods_ = ["model", "random", "fewer-copies"]
+        summary[split] = {m: mean_metrics(r[m] for r in rows if m in r) for m in methods_
                           if any(m in r for r in rows)}
     return summary, per_graph
 
 
-def copies_note(kind: str, per_graph: list[dict[str, Any]]) -> list[str]:
+def copies_note(kind: str, per_graph: list[GraphScore]) -> list[str]:
     """What the fewer-copies heuristic could use, stated as it is."""
     if not collection_of(kind).per_node_configs or not per_graph:
         return []
-    scored = sum("fewer-copies" in r for r in per_graph)
+    scored = sum("fewer-copies" in r.methods for r in per_graph)
     if scored == len(per_graph):
         return []
     if scored == 0:
@@ -165,7 +159,7 @@ def copies_note(kind: str, per_graph: list[dict[str, Any]]) -> list[str]:
 
 def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
                     opts: BaselineOptions, progress: Progress | None, label: str
-                    ) -> dict[str, Any]:
+                    ) -> tuple[TrainStats, dict[str, dict[str, Metrics]], list[GraphScore]]:
     """Fit one model on ``train`` and score ``scored`` (valid/test graphs or views)."""
     kind = train[0].info.kind
     model_cfg = ModelConfig(kind=kind, model=opts.model, hidden=opts.hidden, layers=opts.layers,
@@ -178,20 +172,17 @@ def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
     if progress:
         progress(f"{label}: scoring held-out configs")
     summary, per_graph = evaluate(trainer, scored, opts.train.seed)
-    return {
-        "train": {"seconds": train_seconds, "loss": history.loss,
-                  "epoch_seconds": history.epoch_seconds,
-                  "finetune_loss": history.finetune_loss, "compiles": history.compiles,
-                  "segments": int(sum(len(g.segments) for g in train)),
-                  "embedding_table_bytes": trainer.table.nbytes},
-        "kind": kind, "results": summary, "per_graph": per_graph,
-        "notes": copies_note(kind, per_graph),
-    }
+    stats = TrainStats(seconds=train_seconds, loss=history.loss,
+                       epoch_seconds=history.epoch_seconds,
+                       finetune_loss=history.finetune_loss, compiles=history.compiles,
+                       segments=int(sum(len(g.segments) for g in train)),
+                       embedding_table_bytes=trainer.table.nbytes)
+    return stats, summary, per_graph
 
 
 def by_program(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
-               segments: dict[str, np.ndarray], progress: Progress | None
-               ) -> tuple[dict[str, Any] | None, str | None]:
+               segments: dict[str, np.ndarray], progress: Progress | None, split_method: str
+               ) -> tuple[Evaluation | None, str | None]:
     """Train on the train programs, score the valid/test programs; or why it cannot run."""
     train = [r for r in raws if r.info.split == "train"]
     held = [r for r in raws if r.info.split in EVAL_SPLITS]
@@ -203,40 +194,44 @@ def by_program(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
         return None, (f"by-program split skipped: no {missing} program among {count} "
                       f"program(s) with configs (3 or more programs give each split one)")
     graphs = prepare(train + held, train, source, opts, segments)
-    section = train_and_score(graphs[:len(train)], graphs[len(train):], opts, progress,
-                              "by-program")
+    stats, results, per_graph = train_and_score(graphs[:len(train)], graphs[len(train):], opts,
+                                                progress, "by-program")
     counts = {s: sum(r.info.split == s for r in raws) for s in ("train", "valid", "test")}
-    return {"holdout": "programs", "graphs": counts, "programs": programs, **section}, None
+    kind = train[0].info.kind
+    return Evaluation("programs", split_method, counts, programs, stats, kind, results,
+                      per_graph, copies_note(kind, per_graph)), None
 
 
 def within_graph(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
                  segments: dict[str, np.ndarray], progress: Progress | None
-                 ) -> tuple[dict[str, Any] | None, list[str]]:
+                 ) -> tuple[Evaluation | None, list[str]]:
     """Train on a seeded share of every graph's configs, rank the rest of each graph."""
     train, test, notes = holdout_views(raws, opts.train.seed, opts.holdout_share)
     if not train:
         return None, notes
     graphs = prepare(train + test, train, source, opts, segments)
-    section = train_and_score(graphs[:len(train)], graphs[len(train):], opts, progress,
-                              "within-graph")
+    stats, results, per_graph = train_and_score(graphs[:len(train)], graphs[len(train):], opts,
+                                                progress, "within-graph")
     programs = sorted({r.info.program for r in train})
     configs = {"train": int(sum(r.runtime.size for r in train)),
                "held_out": int(sum(r.runtime.size for r in test))}
-    return {"holdout": "configs", "graphs": {"train": len(train), "valid": 0,
-                                              "test": len(test)},
-            "programs": {"train": programs, "valid": [], "test": programs}, "configs": configs,
-            "share": opts.holdout_share, "min_configs": MIN_CONFIGS, **section}, notes
+    kind = train[0].info.kind
+    split_method = f"within-graph(seed={opts.train.seed}, share={opts.holdout_share:g})"
+    return Evaluation(
+        "configs", split_method, {"train": len(train), "valid": 0, "test": len(test)},
+        {"train": programs, "valid": [], "test": programs}, stats, kind, results, per_graph,
+        copies_note(kind, per_graph), configs=configs, share=opts.holdout_share,
+        min_configs=MIN_CONFIGS), notes
 
 
-def _scored(evaluation: dict[str, Any]) -> bool:
+def _scored(evaluation: Evaluation) -> bool:
     """True when the model got a defined τ or OPA on some held-out graph."""
-    return any(m.get("kendall_tau_n", 0) or m.get("opa_n", 0)
-               for methods in evaluation["results"].values()
-               for name, m in methods.items() if name == "model")
+    return any(methods["model"].get("kendall_tau_n", 0) or methods["model"].get("opa_n", 0)
+               for methods in evaluation.results.values() if "model" in methods)
 
 
 def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,
-                   progress: Progress | None = None) -> dict[str, Any]:
+                   progress: Progress | None = None) -> CollectionReport:
     """Every evaluation this collection allows: by program (≥ 2 splits with programs) and
     within each graph (held-out configs); NothingToScore when neither ranks anything."""
     infos, split_method, conflicts = split_graph_infos(infos, opts.train.seed)
@@ -247,23 +242,20 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
         raise NothingToScore(f"{source.name}: collection {name!r} has no graph with measured "
                              f"configs; {_what_to_collect(source)}")
     segments: dict[str, np.ndarray] = {}
-    evaluations: dict[str, Any] = {}
+    evaluations: dict[str, Evaluation] = {}
     if opts.holdout not in HOLDOUTS:
         raise DatasetError(f"holdout {opts.holdout!r}: expected one of {', '.join(HOLDOUTS)}")
-    program_eval = graph_eval = None
     if opts.holdout in ("auto", "programs"):
-        program_eval, skipped = by_program(raws, source, opts, segments, progress)
+        program_eval, skipped = by_program(raws, source, opts, segments, progress, split_method)
         if program_eval is not None:
-            evaluations["by-program"] = {"split_method": split_method, **program_eval}
+            evaluations["by-program"] = program_eval
         else:
             notes.append(str(skipped))
     if opts.holdout in ("auto", "configs"):
         graph_eval, graph_notes = within_graph(raws, source, opts, segments, progress)
         notes.extend(graph_notes)
-    if graph_eval is not None:
-        evaluations["within-graph"] = {
-            "split_method": f"within-graph(seed={opts.train.seed}, "
-                            f"share={opts.holdout_share:g})", **graph_eval}
+        if graph_eval is not None:
+            evaluations["within-graph"] = graph_eval
     if not any(_scored(e) for e in evaluations.values()):
         most = max(int(r.runtime.size) for r in raws)
         raise NothingToScore(
@@ -273,9 +265,9 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
             f"in a graph, a by-program split ≥ 3 programs"
             + (f" (only --holdout {opts.holdout} was asked for)" if opts.holdout != "auto"
                else "") + f"; {_what_to_collect(source)}")
-    return {"kind": raws[0].info.kind, "graphs": len(raws),
-            "programs": len({r.info.program for r in raws}), "split_method": split_method,
-            "evaluations": evaluations, "notes": notes}
+    return CollectionReport(kind=raws[0].info.kind, graphs=len(raws),
+                            programs=len({r.info.program for r in raws}),
+                            split_method=split_method, evaluations=evaluations, notes=notes)
 
 
 def _what_to_collect(source: GraphSource) -> str:
@@ -286,8 +278,8 @@ def _what_to_collect(source: GraphSource) -> str:
 
 
 def run_baseline(path: str | Path, opts: BaselineOptions,
-                 progress: Progress | None = None) -> dict[str, Any]:
-    """Train and evaluate one model per collection; returns the JSON-ready report."""
+                 progress: Progress | None = None) -> BaselineReport:
+    """Train and evaluate one model per collection (``report.to_json()`` is report.json)."""
     source = open_source(path)
     infos = source.index()
     collections = sorted({i.collection for i in infos})
@@ -296,21 +288,20 @@ def run_baseline(path: str | Path, opts: BaselineOptions,
             raise DatasetError(f"{path}: no collection {opts.collection!r} "
                                f"(have {collections})")
         collections = [opts.collection]
-    report: dict[str, Any] = {
-        "tgt_version": __version__, "versions": versions(), "source": str(path),
-        "options": opts.to_json(),
-        "split": {"policy": "by-program", "ratios": list(DEFAULT_RATIOS),
-                  "seed": opts.train.seed, "within_graph_share": opts.holdout_share,
-                  "within_graph_min_configs": MIN_CONFIGS},
-        "collections": {}, "skipped": {}}
+    report = BaselineReport(
+        tgt_version=__version__, versions=versions(), source=str(path),
+        options=opts.to_json(),
+        split=SplitPolicy(policy="by-program", ratios=list(DEFAULT_RATIOS),
+                          seed=opts.train.seed, within_graph_share=opts.holdout_share,
+                          within_graph_min_configs=MIN_CONFIGS))
     for name in collections:
         subset = [i for i in infos if i.collection == name]
         try:
-            report["collections"][name] = run_collection(source, subset, opts, progress)
+            report.collections[name] = run_collection(source, subset, opts, progress)
         except NothingToScore as exc:
             if len(collections) == 1:
                 raise
-            report["skipped"][name] = str(exc)
-    if not report["collections"]:
-        raise NothingToScore("; ".join(report["skipped"].values()))
-    return _clean(report)
+            report.skipped[name] = str(exc)
+    if not report.collections:
+        raise NothingToScore("; ".join(report.skipped.values()))
+    return report

@@ -6,6 +6,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import jax
 import numpy as np
@@ -24,6 +25,7 @@ from tpugraphs_tools.baseline.batching import (
 from tpugraphs_tools.baseline.losses import LOSSES
 from tpugraphs_tools.baseline.model import CostModel, ModelConfig
 from tpugraphs_tools.baseline.prepare import PreparedGraph
+from tpugraphs_tools.errors import BaselineError
 from tpugraphs_tools.format import collection_of
 
 
@@ -58,11 +60,11 @@ class Functions:
     model: CostModel
     tx: optax.GradientTransformation
     head_tx: optax.GradientTransformation
-    init: Callable
-    step: Callable
-    encode: Callable
-    score: Callable
-    head_step: Callable
+    init: jax.stages.Wrapped
+    step: jax.stages.Wrapped
+    encode: jax.stages.Wrapped
+    score: jax.stages.Wrapped
+    head_step: jax.stages.Wrapped
 
 
 @functools.lru_cache(maxsize=16)
@@ -85,7 +87,9 @@ def functions(model_cfg: ModelConfig, loss_name: str, lr: float) -> Functions:
     def head_step(params, opt_state, graph_emb, graph_cfg, target, valid):
         def loss(head):
             p = {"params": {**params["params"], "head": head}}
-            pred = model.apply(p, graph_emb, graph_cfg, valid, method=CostModel.score)
+            # flax's apply returns (out, state) only when given mutable=
+            pred = cast(jax.Array, model.apply(p, graph_emb, graph_cfg, valid,
+                                               method=CostModel.score))
             return loss_fn(pred, target, valid)
 
         value, grads = jax.value_and_grad(loss)(params["params"]["head"])
@@ -241,6 +245,9 @@ class Trainer:
         """XLA's memory analysis of the compiled training step for these shapes."""
         compiled = self.fns.step.lower(self.params, self.opt_state, batch, stale).compile()
         m = compiled.memory_analysis()
+        if m is None:  # a backend may give no analysis; jax types it Optional
+            raise BaselineError(f"the {jax.default_backend()} backend reports no memory "
+                                "analysis of a compiled step")
         sizes = {"temp": int(m.temp_size_in_bytes), "argument": int(m.argument_size_in_bytes),
                  "output": int(m.output_size_in_bytes), "alias": int(m.alias_size_in_bytes)}
         sizes["peak"] = sizes["temp"] + sizes["argument"] + sizes["output"]

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import click
 from rich import box
 from rich.table import Table
 
 from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
+
+if TYPE_CHECKING:  # the library is imported when a command runs (fast --help)
+    from tpugraphs_tools.baseline.report import Evaluation
 
 # Per collection kind, the columns its literature reports (anchors.md: layout → τ, OPA,
 # slowdown; tile → Kaggle score, top-K error).
@@ -113,13 +117,12 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
         report = run_baseline(data, opts, progress=show)
     paths = (write_report(report, report_path) if report_path is not None
              else save_report(report, data))
-    for name, section in report["collections"].items():
-        for evaluation in section["evaluations"].values():
+    for name, section in report.collections.items():
+        for evaluation in section.evaluations.values():
             terminal.print(results_table(name, evaluation))
-        for note in (section["notes"] + [n for ev in section["evaluations"].values()
-                                         for n in ev["notes"]])[:10]:
+        for note in section.all_notes()[:10]:
             terminal.note("note", note)
-    for name, reason in report["skipped"].items():
+    for name, reason in report.skipped.items():
         terminal.note("not scored", f"{name}: {reason}")
     terminal.success(f"report written to {' and '.join(str(p) for p in paths)}")
 
@@ -129,18 +132,18 @@ def _fmt(value: float | None) -> str:
         else f"{value:.3f}"
 
 
-def results_table(name: str, evaluation: dict) -> Table:
+def results_table(name: str, evaluation: Evaluation) -> Table:
     """One row per split × method (model and trivial baselines) of one evaluation."""
     from tpugraphs_tools.baseline.markdown import evaluation_title
 
-    columns = _COLUMNS[evaluation["kind"]]
+    columns = _COLUMNS[evaluation.kind]
     table = Table(title=evaluation_title(name, evaluation), box=box.SIMPLE_HEAD)
     table.add_column("split")
     table.add_column("method", no_wrap=True)
     table.add_column("graphs", justify="right")
     for label, _ in columns:
         table.add_column(label, justify="right", no_wrap=True)
-    for split, methods in evaluation["results"].items():
+    for split, methods in evaluation.results.items():
         for method, values in methods.items():
             style = "bold" if method == "model" else ""
             table.add_row(split, f"[{style}]{method}[/]" if style else method,

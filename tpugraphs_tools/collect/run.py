@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,19 @@ class CollectItem:
     options: MeasureOptions | None = None  # layout: None or configs == 0 is graph only
     collection: str = "layout"             # "layout" (whole program) | "tile" (its kernels)
 
+    def __post_init__(self) -> None:
+        if (self.program is None) == (self.hlo is None):
+            raise ValueError("a collect item names exactly one of program or hlo")
+
     @property
     def label(self) -> str:
         return self.program or self.hlo or "?"
+
+    @property
+    def program_name(self) -> str:
+        """The program of an item that has no HLO file."""
+        assert self.program is not None  # __post_init__: one of the two is set
+        return self.program
 
 
 @dataclass
@@ -78,8 +89,8 @@ def build_graph(item: CollectItem, backend: str | None) -> CollectedGraph:
     """Lower/read and featurize one item (cheap and deterministic: done again on resume)."""
     if item.hlo is not None:
         return collect_hlo_file(item.hlo, backend=backend)
-    args = resolve_args(item.program, item.program_args)
-    _, src = lower_program(item.program, args)
+    args = resolve_args(item.program_name, item.program_args)
+    _, src = lower_program(item.program_name, args)
     return collect_source(src, program=src.origin, program_args=args.as_dict(), backend=backend)
 
 
@@ -109,8 +120,8 @@ def tile_sources(item: CollectItem, backend: str | None
         src = from_file(item.hlo)
         return (src, lambda: compile_hlo_source(src, backend), src.module.name,
                 {"file": item.hlo})
-    args = resolve_args(item.program, item.program_args)
-    lowered, src = lower_program(item.program, args)
+    args = resolve_args(item.program_name, item.program_args)
+    lowered, src = lower_program(item.program_name, args)
     return (src, lambda: from_compiled(lowered.compile(), origin=src.origin), src.origin,
             args.as_dict())
 
@@ -185,6 +196,10 @@ def commit_graph(dataset: Dataset, collected: CollectedGraph, result: LayoutResu
     summary.graphs.append(collected.row)
 
 
+def _config_progress(progress: Progress, label: str, i: int, n: int) -> None:
+    progress(f"{label}: config {i}/{n}")
+
+
 def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> CollectSummary:
     with no_empty_out(request.out):
         return _collect(request, progress)
@@ -207,7 +222,7 @@ def _collect(request: CollectRequest, progress: Progress) -> CollectSummary:
             result = collect_layout_configs(
                 collected.source.text, collected.source.module,
                 replace(layout, backend=request.backend), done=done, on_row=journal.append,
-                progress=lambda i, n, label=item.label: progress(f"{label}: config {i}/{n}"))
+                progress=partial(_config_progress, progress, item.label))
         except WorkerError as exc:
             store_unmeasured(dataset, collected, layout, journal, summary, exc)
             continue

@@ -123,10 +123,11 @@ def slot_tensors(module: Module) -> LayoutSpace:
         if inst.opcode not in CONFIGURABLE_OPCODES:
             continue
         by_name = {i.name: i for i in comp.instructions}
-        candidates = [(0, None, inst.shape)]
-        for slot, operand in ((1, 0), (2, 1)):
-            if operand < len(inst.operands):
-                producer = by_name.get(inst.operands[operand])
+        output: str | None = None  # slot 0, the output, has no producing operand
+        candidates = [(0, output, inst.shape)]
+        for slot, position in ((1, 0), (2, 1)):
+            if position < len(inst.operands):
+                producer = by_name.get(inst.operands[position])
                 if producer is not None:
                     candidates.append((slot, producer.name, producer.shape))
         for slot, operand, shape in candidates:

@@ -9,9 +9,10 @@ Exit 3: XLA refused the module (its message on stderr); exit 4: no jaxlib.
 
 import json
 import sys
+from typing import Any
 
 
-def _hlo():  # type: ignore[no-untyped-def]
+def _hlo() -> Any:
     """XLA's HLO bindings, found the way tgt's version shim finds them (jaxlib moves them)."""
     try:
         from tpugraphs_tools._xla_compat import hlo_bindings
@@ -23,20 +24,20 @@ def _hlo():  # type: ignore[no-untyped-def]
         sys.exit(4)
 
 
-def _async_names(hlo, module):  # type: ignore[no-untyped-def]
+def _async_names(hlo: Any, module: Any) -> dict[str, list[Any]]:
     """{async-start name: [wrapped computation, [its instruction names]]}."""
-    owner = {}
-    starts = []
-    comps = {}
+    owner: dict[str, str] = {}
+    starts: list[Any] = []
+    comps: dict[str, list[str]] = {}
     for comp in module.computations():
-        names = []
+        names: list[str] = []
         for inst in comp.instructions():
             names.append(inst.name)
             owner[inst.name] = comp.name
             if inst.opcode == hlo.HloOpcode.kAsyncStart:
                 starts.append(inst)
         comps[comp.name] = names
-    out = {}
+    out: dict[str, list[Any]] = {}
     for inst in starts:
         wrapped = owner.get(inst.async_wrapped_root().name)
         if wrapped is not None:
@@ -58,7 +59,7 @@ def main() -> None:
         sys.exit(3)
     text = module.to_string() if mode == "proto" else None
     shown = text if text is not None else data.decode("utf-8")
-    wrapped = {}
+    wrapped: dict[str, list[Any]] = {}
     if "-start" in shown:
         try:
             wrapped = _async_names(hlo, module)

@@ -10,7 +10,9 @@ computation of parameters plus the op, called by the start. XLA's names for thes
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
+from typing import cast
 
 from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.hlo.module import Computation, Instruction, Module
@@ -59,7 +61,7 @@ def read_statements(statements: list[Statement], source: str) -> Parts:
                                     f"({inst.name})", source=source, line=lineno)
             current.instructions.append(inst)
         elif kind == "open":
-            name, is_entry = payload  # type: ignore[misc]
+            name, is_entry = cast("tuple[str, bool]", payload)
             if name in parts.comps:
                 raise HloParseError(f"computation {name} is defined twice (first at line "
                                     f"{parts.comp_lines[name]})", source=source, line=lineno)
@@ -114,7 +116,7 @@ def _close(comp: Computation, parts: Parts, source: str) -> None:
     parts.comps[comp.name] = comp
 
 
-def _unique(base: str, taken: set[str] | dict[str, object]) -> str:
+def _unique(base: str, taken: Container[str]) -> str:
     """XLA's name uniquer: ``base``, then ``base.1``, ``base.2``, ..."""
     if base not in taken:
         return base

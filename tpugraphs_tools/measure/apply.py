@@ -211,9 +211,12 @@ def apply_layout_config(text: str, space: LayoutSpace, config: LayoutConfig) -> 
         if header is not None:
             computation = header[0]
         parsed = _instruction_name(line) if computation is not None else None
-        if parsed and (computation, parsed[0]) in sources:
+        if computation is None or parsed is None:
+            out.append(line)
+            continue
+        if (computation, parsed[0]) in sources:
             line = _with_op_name(line, source_tag(parsed[0]))
-        todo = wanted.get((computation, parsed[0])) if parsed else None
+        todo = wanted.get((computation, parsed[0]))
         if not todo:
             out.append(line)
             continue

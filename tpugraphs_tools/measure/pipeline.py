@@ -85,18 +85,24 @@ class PipelinedMeasurer:
         self._compilers: list[WorkerProcess] = []
 
     # -- worker management ---------------------------------------------------------------
+    @property
+    def _measurer(self) -> WorkerProcess:
+        """The measurement worker: started by ``start()``, replaced after it died."""
+        assert self._measure is not None, "start() the measurer first"
+        return self._measure
+
     def _start_measure(self) -> None:
-        self._measure = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
-        if not self._measure.conn.poll(self.opts.timeout_s * 2 + 60):
-            self._measure.kill()
+        measure = self._measure = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
+        if not measure.conn.poll(self.opts.timeout_s * 2 + 60):
+            measure.kill()
             raise WorkerError("measurement worker did not finish the default config in time")
         try:
-            kind, payload = self._measure.conn.recv()
+            kind, payload = measure.conn.recv()
         except EOFError:
             raise WorkerError("measurement worker died on the default config: "
-                              + self._measure.exit_description()) from None
+                              + measure.exit_description()) from None
         if kind != "ready":
-            self._measure.kill()
+            measure.kill()
             raise WorkerError(f"default config failed: {payload}")
         self.default_info = payload
 
@@ -169,15 +175,15 @@ class PipelinedMeasurer:
                     batch = [compiled.popleft() for _ in range(min(self.opts.timing_batch,
                                                                    len(compiled)))]
                 if batch:
-                    pause = ([p.proc.pid for p in self._compilers]
+                    pause = ([p.pid for p in self._compilers]
                              if self.isolation == "pause" else [])
-                    self._measure.conn.send(Batch([*batch, *self._repeat(singles)], pause,
-                                                  context()))
+                    self._measurer.conn.send(Batch([*batch, *self._repeat(singles)], pause,
+                                                   context()))
                     batch_started = time.monotonic()
 
             conns = [self._compilers[s].conn for s in compiling]
             if batch:
-                conns.append(self._measure.conn)
+                conns.append(self._measurer.conn)
             if not conns:
                 continue
             deadlines = [c.started + timeout for c in compiling.values()]
@@ -214,11 +220,11 @@ class PipelinedMeasurer:
                                                  " s; worker killed"))
                     self._replace_compiler(slot)
 
-            if batch and self._measure.conn in ready:
+            if batch and self._measurer.conn in ready:
                 try:
-                    _kind, results = self._measure.conn.recv()
+                    _kind, results = self._measurer.conn.recv()
                 except (EOFError, ConnectionError):
-                    self._measure_failed(batch, self._measure.exit_description(), CRASH,
+                    self._measure_failed(batch, self._measurer.exit_description(), CRASH,
                                          singles, on_result)
                 else:
                     paused = max((r.paused_seconds for r in results), default=0.0)
@@ -255,18 +261,18 @@ class PipelinedMeasurer:
         """Paired engine: time the A/A control alone against the default (a graph none of
         whose configs reached timing still gets its default measured in a batch window)."""
         self.start()
-        pause = [p.proc.pid for p in self._compilers] if self.isolation == "pause" else []
-        self._measure.conn.send(Batch([], pause))
-        if not self._measure.conn.poll(self.opts.timeout_s):
-            self._measure.kill()
+        pause = [p.pid for p in self._compilers] if self.isolation == "pause" else []
+        self._measurer.conn.send(Batch([], pause))
+        if not self._measurer.conn.poll(self.opts.timeout_s):
+            self._measurer.kill()
             signal_all(pause, signal.SIGCONT)
             self._measure = None
             raise WorkerError("the default config could not be timed in time")
         try:
-            _kind, results = self._measure.conn.recv()
+            _kind, results = self._measurer.conn.recv()
         except (EOFError, ConnectionError):
             raise WorkerError("measurement worker died timing the default: "
-                              + self._measure.exit_description()) from None
+                              + self._measurer.exit_description()) from None
         for result in results:
             on_result(result)
 
@@ -277,9 +283,9 @@ class PipelinedMeasurer:
 
     def _measure_failed(self, batch: list[Compiled], message: str, status: str,
                         singles: deque[Compiled], on_result: OnResult) -> None:
-        self._measure.kill()
+        self._measurer.kill()
         # A worker killed mid-round may have left the compile workers stopped.
-        signal_all([p.proc.pid for p in self._compilers], signal.SIGCONT)
+        signal_all([p.pid for p in self._compilers], signal.SIGCONT)
         self.restarts += 1
         if len(batch) > 1:
             singles.extend(batch)  # isolate the culprit: retry each config alone

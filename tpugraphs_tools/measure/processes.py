@@ -76,6 +76,8 @@ class WorkerProcess:
         self.proc = ctx.Process(target=target, args=(child, *args), daemon=True)
         self.proc.start()
         child.close()
+        assert self.proc.pid is not None  # a started process has one
+        self.pid: int = self.proc.pid
 
     def alive(self) -> bool:
         return self.proc.is_alive()

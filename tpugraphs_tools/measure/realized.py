@@ -48,9 +48,12 @@ def op_name(inst: Instruction) -> str | None:
     return match.group(1) if match else None
 
 
-def _matches(shape: Shape | None, slot: dict[str, Any]) -> bool:
-    return (shape is not None and not shape.is_tuple and shape.element_type == slot["element_type"]
-            and list(shape.dims) == slot["dims"] and shape.minor_to_major is not None)
+def _layout(shape: Shape | None, slot: dict[str, Any]) -> tuple[int, ...] | None:
+    """The layout of ``shape`` if it is an array of the slot's type and dims, else None."""
+    if (shape is None or shape.is_tuple or shape.element_type != slot["element_type"]
+            or list(shape.dims) != slot["dims"] or shape.minor_to_major is None):
+        return None
+    return tuple(shape.minor_to_major)
 
 
 def _evidence(optimized: Module, slots: list[dict[str, Any]]
@@ -73,11 +76,11 @@ def _evidence(optimized: Module, slots: list[dict[str, Any]]
     for slot in slots:
         seen = values[slot["value"]]
         for comp, inst in tagged.get(slot["tag"], []):   # copies out of / into the constraint
-            seen |= {tuple(s.minor_to_major) for s in [inst.shape, *operand_shapes(comp, inst)]
-                     if _matches(s, slot)}
+            seen |= {layout for s in [inst.shape, *operand_shapes(comp, inst)]
+                     if (layout := _layout(s, slot)) is not None}
         for tag in slot["value_tags"]:                   # the producer and copies of it
-            seen |= {tuple(inst.shape.minor_to_major) for _, inst in tagged.get(tag, [])
-                     if _matches(inst.shape, slot)}
+            seen |= {layout for _, inst in tagged.get(tag, [])
+                     if (layout := _layout(inst.shape, slot)) is not None}
         node: set[tuple[int, ...]] = set()
         index = SLOT_NAMES.index(slot["slot"]) - 1       # operand index; -1 is the output
         for comp, inst in tagged.get(slot["node_tag"], []):
@@ -86,8 +89,9 @@ def _evidence(optimized: Module, slots: list[dict[str, Any]]
             operands = operand_shapes(comp, inst)
             shape = inst.shape if index < 0 else (operands[index] if index < len(operands)
                                                   else None)
-            if _matches(shape, slot):
-                node.add(tuple(shape.minor_to_major))
+            layout = _layout(shape, slot)
+            if layout is not None:
+                node.add(layout)
         seen |= node
         nodes.append(node)
     return values, nodes

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 
@@ -36,7 +36,7 @@ def _once(fn: Callable[[], object]) -> int:
     return time.perf_counter_ns() - start
 
 
-def time_batch(reference: Callable[[], object], candidates: list[Callable[[], object]],
+def time_batch(reference: Callable[[], object], candidates: Sequence[Callable[[], object]],
                warmup: int = 2, repeats: int = 10) -> tuple[Timing, list[Timing]]:
     """Time a reference and a batch of candidates in rounds, rotating the order every round.
 

@@ -136,7 +136,7 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
         copies = reference if i < 0 else runs[i]
         return timed_sample(copies[copy % len(copies)], k)
 
-    batch = time_paired(sample, len(runs), spec.stop, [tuple(c) for c in context],
+    batch = time_paired(sample, len(runs), spec.stop, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement)
     default = Timing.of([round(x) for x in batch.default_ns])
     for i, result in enumerate(results):

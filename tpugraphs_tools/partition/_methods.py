@@ -113,6 +113,7 @@ def segments_for(num_nodes: int, segments: int | None = None,
         raise ValueError("give exactly one of segments / max_segment_nodes")
     if segments is not None:
         return max(1, segments)
+    assert max_segment_nodes is not None  # exactly one of the two is given
     return max(1, -(-num_nodes // max_segment_nodes))
 
 

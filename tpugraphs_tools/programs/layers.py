@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.typing import DTypeLike
 
 Params = dict
 F32 = jnp.float32
@@ -24,10 +25,10 @@ F32 = jnp.float32
 
 def dtype_of(name: str) -> jnp.dtype:
     """Map the ProgramArgs dtype string to a jnp dtype."""
-    return {"float32": jnp.float32, "bfloat16": jnp.bfloat16}[name]
+    return jnp.dtype({"float32": jnp.float32, "bfloat16": jnp.bfloat16}[name])
 
 
-def spec(shape: Sequence[int], dtype: jnp.dtype | str) -> jax.ShapeDtypeStruct:
+def spec(shape: Sequence[int], dtype: DTypeLike) -> jax.ShapeDtypeStruct:
     """A ShapeDtypeStruct; the one way the zoo declares an array."""
     return jax.ShapeDtypeStruct(tuple(int(s) for s in shape), jnp.dtype(dtype))
 

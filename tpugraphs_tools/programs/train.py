@@ -14,7 +14,7 @@ so the HLO holds the backward pass and the optimiser arithmetic for every parame
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,12 +23,15 @@ import optax
 from tpugraphs_tools.programs.registry import ProgramArgs, UnknownPresetError
 
 F32 = jnp.float32
+# Nested dicts/lists/tuples of jax.ShapeDtypeStruct (params, inputs, caches).
+PyTree = Any
 
 
 class AdamState(NamedTuple):
     """Same fields as optax's ScaleByAdamState: step count, first and second moments."""
 
-    count: jax.Array
+    # optax's field name; it shadows tuple.count, which nothing here calls.
+    count: jax.Array  # type: ignore[assignment]
     mu: optax.Updates
     nu: optax.Updates
 
@@ -96,10 +99,10 @@ def sigmoid_xent(logits: jax.Array, targets: jax.Array) -> jax.Array:
 
 def build_program(
     args: ProgramArgs,
-    params: dict,
-    inputs: Sequence[jax.ShapeDtypeStruct],
+    params: PyTree,
+    inputs: Sequence[PyTree],
     forward: Callable,
-    targets: Sequence[jax.ShapeDtypeStruct] = (),
+    targets: Sequence[PyTree] = (),
     loss: Callable | None = None,
     optimizer: str = "adam",
 ) -> tuple[Callable, tuple]:

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from tpugraphs_tools.format import NODE_FEATURE_WIDTH
-from tpugraphs_tools.publish._info import HF_SPLIT, TABLES, PublishInfo
+from tpugraphs_tools.publish._info import HF_SPLIT, TABLES, Provenance, PublishInfo
 from tpugraphs_tools.publish._yaml import dump
 
 _HF_SCALARS = {pa.float16(): "float16", pa.float32(): "float32", pa.float64(): "float64",
@@ -71,45 +71,47 @@ def front_matter(info: PublishInfo) -> dict[str, Any]:
                                         "path": f"{table}/{info.name}-{s}-*.parquet"}
                                        for s in splits]})
         split_info = []
+        dataset_size = 0
         for s in splits:
             rows, nbytes = info.split_rows(table, s)
             split_info.append({"name": HF_SPLIT[s], "num_bytes": nbytes, "num_examples": rows})
+            dataset_size += nbytes
         dataset_info.append({"config_name": table, "features": hf_features(info.schemas[table]),
                              "splits": split_info, "download_size": info.download_size(table),
-                             "dataset_size": sum(x["num_bytes"] for x in split_info)})
-    examples = max(info.provenance["graphs"], info.provenance["configs"])
+                             "dataset_size": dataset_size})
+    examples = max(info.provenance.graphs, info.provenance.configs)
     return {"license": info.license, "pretty_name": info.name,
             "tags": ["tpugraphs", "xla", "hlo", "compiler", "graph", "performance-prediction"],
             "task_categories": ["graph-ml"], "size_categories": [_size_category(examples)],
             "configs": configs, "dataset_info": dataset_info}
 
 
-def _facts(counts: dict[str, Any]) -> str:
+def _facts(counts: dict[str, int]) -> str:
     return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "none"
 
 
-def _collection(p: dict[str, Any]) -> list[str]:
-    host = p["host"]
+def _collection(p: Provenance) -> list[str]:
+    host = p.host
     lines = [
-        f"- **Made with** tgt {p['tgt_version']} (dataset format v{p['format_version']}), "
-        f"created {p['created_at']}, last updated {p['updated_at']}.",
-        f"- **JAX** {p['jax_version']}, jaxlib {p['jaxlib_version']}; per graph: "
-        f"{_facts(p['graph_jax_versions'])}. Python {p['python_version']}, "
-        f"NumPy {p['numpy_version']}.",
-        f"- **Backend / device** (graphs): {_facts(p['backends'])}. Devices in the manifest: "
-        + (", ".join(f"{d['platform']} {d['device_kind']}".strip() for d in p["devices"])
+        f"- **Made with** tgt {p.tgt_version} (dataset format v{p.format_version}), "
+        f"created {p.created_at}, last updated {p.updated_at}.",
+        f"- **JAX** {p.jax_version}, jaxlib {p.jaxlib_version}; per graph: "
+        f"{_facts(p.graph_jax_versions)}. Python {p.python_version}, "
+        f"NumPy {p.numpy_version}.",
+        f"- **Backend / device** (graphs): {_facts(p.backends)}. Devices in the manifest: "
+        + (", ".join(f"{d['platform']} {d['device_kind']}".strip() for d in p.devices)
            or "none") + ".",
         f"- **Host**: {host.get('platform')}, {host.get('machine')}, "
         f"{host.get('cpu_count')} CPUs.",
-        f"- **Graph sources**: {_facts(p['sources'])}; collections: {_facts(p['collections'])}; "
-        f"HLO stage: {_facts(p['hlo_stages'])}; {p['programs']} programs.",
-        f"- **Search strategies** (config rows): {_facts(p['strategies'])}.",
-        f"- **Config status**: {_facts(p['statuses'])}.",
-        "- **XLA_FLAGS**: " + (", ".join(f"`{f}`" for f in p["xla_flags"]) or "none") + ".",
+        f"- **Graph sources**: {_facts(p.sources)}; collections: {_facts(p.collections)}; "
+        f"HLO stage: {_facts(p.hlo_stages)}; {p.programs} programs.",
+        f"- **Search strategies** (config rows): {_facts(p.strategies)}.",
+        f"- **Config status**: {_facts(p.statuses)}.",
+        "- **XLA_FLAGS**: " + (", ".join(f"`{f}`" for f in p.xla_flags) or "none") + ".",
     ]
-    if p["repeats"]:
-        lines.append(f"- **Timed repeats per config**: {p['repeats'][0]}–{p['repeats'][1]}.")
-    return [*lines, "", "### Timing method", "", "\n\n".join(p["timing"]) or "No timings."]
+    if p.repeats:
+        lines.append(f"- **Timed repeats per config**: {p.repeats[0]}–{p.repeats[1]}.")
+    return [*lines, "", "### Timing method", "", "\n\n".join(p.timing) or "No timings."]
 
 
 def _columns(info: PublishInfo, table: str) -> list[str]:
@@ -131,8 +133,8 @@ def card_text(info: PublishInfo) -> str:
     ratios = ",".join(f"{r:g}" for r in info.ratios)
     body = [
         f"# {info.name}", "",
-        f"TpuGraphs-style dataset built with tgt (tpugraphs-tools): {p['graphs']} XLA HLO "
-        f"graphs of {p['programs']} programs and {p['configs']} compiler configurations with "
+        f"TpuGraphs-style dataset built with tgt (tpugraphs-tools): {p.graphs} XLA HLO "
+        f"graphs of {p.programs} programs and {p.configs} compiler configurations with "
         "their measured runtimes (failed, no-op and duplicate configurations included, with "
         "their status). Arrays use the TpuGraphs features, dtypes and shapes "
         "(arXiv 2308.13490); nothing needs npz files.", "",

@@ -33,7 +33,7 @@ from tpugraphs_tools.publish._official import (
     take_configs,
     tree_path,
 )
-from tpugraphs_tools.publish._provenance import record, write_provenance
+from tpugraphs_tools.publish._provenance import ProvenanceEntry, record, write_provenance
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset
 
@@ -160,7 +160,7 @@ def export_tpugraphs(data: str | Path, out: str | Path, *, source: str | None = 
         raise DatasetError(f"{data}: no graph has measured configs; nothing to export")
     rows_by_id = {r["graph_id"]: r for r in graphs.iter_rows(named=True)}
     defaults = default_npz_rows(dataset.configs())
-    provenance: dict[str, dict[str, Any]] = {}
+    provenance: dict[str, ProvenanceEntry] = {}
     with staged_dir(out, overwrite) as stage:
         cache: tuple[str, dict[str, np.ndarray]] | None = None
         for plan in plans:

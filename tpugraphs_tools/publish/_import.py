@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +25,12 @@ from tpugraphs_tools.format import TreeEntry, collection_of, parse_tree_path
 from tpugraphs_tools.parallel import make_pool
 from tpugraphs_tools.publish._npz import read_official_npz
 from tpugraphs_tools.publish._official import conform, num_configs
-from tpugraphs_tools.publish._provenance import applies, entry_key, read_provenance
+from tpugraphs_tools.publish._provenance import (
+    ProvenanceEntry,
+    applies,
+    entry_key,
+    read_provenance,
+)
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset, make_graph_id
 from tpugraphs_tools.store.schema import to_arrow_table
@@ -83,7 +88,7 @@ def default_row(arrays: dict[str, np.ndarray], collection: str) -> int | None:
 
 
 def graph_row(entry: TreeEntry, arrays: dict[str, np.ndarray], fingerprint: str,
-              backend: str | None, origin: dict[str, Any] | None = None) -> dict[str, Any]:
+              backend: str | None, origin: ProvenanceEntry | None = None) -> dict[str, Any]:
     """The graph row; ``origin`` (a tgt export's provenance entry) restores what the npz
     keys cannot carry."""
     spec = collection_of(entry.collection)
@@ -107,22 +112,25 @@ def graph_row(entry: TreeEntry, arrays: dict[str, np.ndarray], fingerprint: str,
         "split": entry.split,
     }
     if origin is not None:
-        row.update({k: origin.get(k) or row[k] for k in ("program", "hlo_stage", "backend",
-                                                          "device_kind", "config_space")})
+        row.update(program=origin["program"] or row["program"],
+                   hlo_stage=origin["hlo_stage"] or row["hlo_stage"],
+                   backend=origin["backend"] or row["backend"],
+                   device_kind=origin["device_kind"] or row["device_kind"],
+                   config_space=origin["config_space"] or row["config_space"])
         row["program_args"] = json.dumps({"tree_path": entry.rel,
-                                          "tgt_graph_id": origin.get("graph_id"),
-                                          "tgt_program_args": origin.get("program_args")},
+                                          "tgt_graph_id": origin["graph_id"],
+                                          "tgt_program_args": origin["program_args"]},
                                          sort_keys=True)
     row["backend"] = backend or row["backend"] or "tpu"
     return row
 
 
 def config_rows(entry: TreeEntry, arrays: dict[str, np.ndarray],
-                origin: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                origin: ProvenanceEntry | None = None) -> list[dict[str, Any]]:
     """One ok row per npz config; runtimes as published, relative to the default when known
     (the exporter's default row when ``origin`` records one)."""
     runtime = arrays["config_runtime"].reshape(-1).tolist()
-    first_default = (origin.get("default_row") if origin and "default_row" in origin
+    first_default = (origin["default_row"] if origin is not None and "default_row" in origin
                      else default_row(arrays, entry.collection))
     if first_default is not None and not 0 <= first_default < len(runtime):
         first_default = None
@@ -170,7 +178,7 @@ class Prepared:
     npz: Path
 
 
-def prepare(job: tuple[Path, TreeEntry, str | None, Path, dict[str, Any] | None]) -> Prepared:
+def prepare(job: tuple[Path, TreeEntry, str | None, Path, ProvenanceEntry | None]) -> Prepared:
     """Read one file, check it is exportable as it is, and write its npz into ``scratch``.
 
     Runs in a worker process for parallel imports: only the row, the config rows and a path
@@ -185,7 +193,8 @@ def prepare(job: tuple[Path, TreeEntry, str | None, Path, dict[str, Any] | None]
     rows = [{**r, "graph_id": row["graph_id"]} for r in config_rows(entry, arrays, origin)]
     npz = scratch / f"{uuid.uuid4().hex}.npz"
     with open(npz, "wb") as f:
-        np.savez_compressed(f, **arrays)
+        # numpy's stub would match the names against allow_pickle: bool
+        np.savez_compressed(f, **cast("dict[str, Any]", arrays))
     return Prepared(entry.rel, folder_of(entry), row, origin is not None,
                     to_arrow_table("configs", rows), extra,
                     sum(a.nbytes for a in arrays.values()), npz)

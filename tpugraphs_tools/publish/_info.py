@@ -40,6 +40,35 @@ TIMING_IMPORTED = ("Runtimes of graphs imported from an official TpuGraphs tree 
 
 
 @dataclass
+class Provenance:
+    """How the data was collected, for the card: manifest facts and table aggregates."""
+
+    tgt_version: str | None
+    format_version: int | None
+    created_at: str | None
+    updated_at: str | None
+    jax_version: str | None
+    jaxlib_version: str | None
+    graph_jax_versions: dict[str, int]    # value → graphs, most common first
+    python_version: str | None
+    numpy_version: str | None
+    host: dict[str, Any]                  # platform, machine, processor, cpu_count (no name)
+    devices: list[dict[str, Any]]         # the manifest's device records
+    backends: dict[str, int]              # "backend / device kind" → graphs
+    sources: dict[str, int]
+    collections: dict[str, int]
+    hlo_stages: dict[str, int]
+    xla_flags: list[str]
+    strategies: dict[str, int]            # config rows per search strategy
+    statuses: dict[str, int]              # config rows per status
+    repeats: tuple[int, int] | None       # fewest and most timed repeats of a config
+    programs: int
+    graphs: int
+    configs: int
+    timing: list[str]                     # paragraphs on the timing method
+
+
+@dataclass
 class PublishInfo:
     """Inputs of the card and the Croissant file."""
 
@@ -50,7 +79,7 @@ class PublishInfo:
     shards: list[Shard]
     schemas: dict[str, pa.Schema]
     descriptions: dict[str, dict[str, str]]
-    provenance: dict[str, Any]
+    provenance: Provenance
     split_by: str
     seed: int
     ratios: tuple[float, float, float]
@@ -79,7 +108,7 @@ def _counts(frame: pl.DataFrame | pl.LazyFrame, column: str) -> dict[str, int]:
 
 
 def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
-               configs: pl.DataFrame | pl.LazyFrame) -> dict[str, Any]:
+               configs: pl.DataFrame | pl.LazyFrame) -> Provenance:
     """How the data was collected, from manifest.json and the tables (no host name);
     ``configs`` may be a lazy scan: only aggregates of it are read."""
     host = manifest.get("host") or {}
@@ -102,29 +131,29 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
     timing += [TIMING_TILE] if Kind.TILE in collected else []
     if "tpugraphs" in sources:
         timing.append(TIMING_IMPORTED)
-    return {
-        "tgt_version": manifest.get("tgt_version"),
-        "format_version": manifest.get("format_version"),
-        "created_at": manifest.get("created_at"),
-        "updated_at": manifest.get("updated_at"),
-        "jax_version": manifest.get("jax_version"),
-        "jaxlib_version": manifest.get("jaxlib_version"),
-        "graph_jax_versions": _counts(graphs, "jax_version"),
-        "python_version": manifest.get("python_version"),
-        "numpy_version": manifest.get("numpy_version"),
-        "host": {k: host.get(k) for k in ("platform", "machine", "processor", "cpu_count")},
-        "devices": manifest.get("devices") or [],
-        "backends": dict(backends.most_common()),
-        "sources": sources,
-        "collections": _counts(graphs, "collection"),
-        "hlo_stages": _counts(graphs, "hlo_stage"),
-        "xla_flags": sorted({v for v in graphs["xla_flags"].to_list() if v})
+    return Provenance(
+        tgt_version=manifest.get("tgt_version"),
+        format_version=manifest.get("format_version"),
+        created_at=manifest.get("created_at"),
+        updated_at=manifest.get("updated_at"),
+        jax_version=manifest.get("jax_version"),
+        jaxlib_version=manifest.get("jaxlib_version"),
+        graph_jax_versions=_counts(graphs, "jax_version"),
+        python_version=manifest.get("python_version"),
+        numpy_version=manifest.get("numpy_version"),
+        host={k: host.get(k) for k in ("platform", "machine", "processor", "cpu_count")},
+        devices=manifest.get("devices") or [],
+        backends=dict(backends.most_common()),
+        sources=sources,
+        collections=_counts(graphs, "collection"),
+        hlo_stages=_counts(graphs, "hlo_stage"),
+        xla_flags=sorted({v for v in graphs["xla_flags"].to_list() if v})
         if "xla_flags" in graphs.columns else [],
-        "strategies": _counts(configs, "strategy"),
-        "statuses": _counts(configs, "status"),
-        "repeats": (min(repeats), max(repeats)) if repeats else None,
-        "programs": graphs["program"].n_unique() if not graphs.is_empty() else 0,
-        "graphs": graphs.height,
-        "configs": total,
-        "timing": timing,
-    }
+        strategies=_counts(configs, "strategy"),
+        statuses=_counts(configs, "status"),
+        repeats=(min(repeats), max(repeats)) if repeats else None,
+        programs=graphs["program"].n_unique() if not graphs.is_empty() else 0,
+        graphs=graphs.height,
+        configs=total,
+        timing=timing,
+    )

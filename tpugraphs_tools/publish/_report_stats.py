@@ -51,6 +51,13 @@ def _status_counts(configs: pl.LazyFrame) -> dict[str, int]:
     return {**ordered, **{str(k): int(v) for k, v in sorted(found.items())}}
 
 
+def _median(values: list[float]) -> float:
+    """Polars' median (what the report always showed), as a plain float."""
+    median = pl.Series(values, dtype=pl.Float64).median()
+    assert isinstance(median, float)  # a non-empty float series has a float median
+    return median
+
+
 def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) -> ReportStats:
     """Everything the report shows, from the two tables alone (group-bys, no per-row Python).
 
@@ -88,7 +95,7 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
             skipped=int(row.get("skipped") or 0), errors=int(row.get("errors") or 0),
             relative=relative,
             best_speedup=1.0 / min(relative) if relative else None,
-            median_relative=float(pl.Series(relative).median()) if relative else None,
+            median_relative=_median(relative) if relative else None,
             **noise.get(program, {}),
         ))
     per_graph = configs.group_by("graph_id").agg(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 JOURNAL = ".tgt-commit.json"
@@ -36,7 +36,7 @@ def fsync_path(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(final: Path, write: Callable[[Path], None]) -> None:
+def write_atomic(final: Path, write: Callable[[Path], object]) -> None:
     """Call ``write(tmp)`` then rename onto ``final``; ``final`` is never seen half-written."""
     tmp = temp_path(final)
     try:
@@ -51,7 +51,7 @@ def write_bytes_atomic(final: Path, data: bytes) -> None:
     write_atomic(final, lambda p: p.write_bytes(data))
 
 
-def commit(root: Path, renames: list[tuple[Path, Path]], deletes: list[Path] = ()) -> None:
+def commit(root: Path, renames: list[tuple[Path, Path]], deletes: Sequence[Path] = ()) -> None:
     """Apply ``(temp, final)`` renames and deletions as one roll-forward-able step."""
     journal = {"renames": [[str(t.relative_to(root)), str(f.relative_to(root))]
                            for t, f in renames],

@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -361,4 +361,5 @@ class Transaction:
 
 def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     with open(path, "wb") as f:
-        np.savez_compressed(f, **arrays)
+        # numpy's stub would match the names against allow_pickle: bool
+        np.savez_compressed(f, **cast("dict[str, Any]", arrays))

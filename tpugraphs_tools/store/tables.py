@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +87,16 @@ def table_info(manifest: dict[str, Any], name: str, root: Path | None = None) ->
         return TableInfo(name, str(raw.get("key") or DEFAULT_KEY), parts,
                          int(raw.get("next_part") or len(parts)))
     rel = str(raw.get("file", f"{name}.parquet"))
-    rows = raw.get("rows") if isinstance(raw.get("rows"), int) else 0
+    rows = raw.get("rows")
     exists = root is None or (root / rel).is_file()
-    return TableInfo(name, DEFAULT_KEY, [Part(rel, rows)] if exists else [])
+    return TableInfo(name, DEFAULT_KEY,
+                     [Part(rel, rows if isinstance(rows, int) else 0)] if exists else [])
 
 
 def polars_schema(name: str) -> pl.Schema:
-    return pl.Schema(pl.from_arrow(arrow_schema(name).empty_table()).schema)
+    frame = pl.from_arrow(arrow_schema(name).empty_table())
+    assert isinstance(frame, pl.DataFrame)  # a table (not one array) gives a frame
+    return pl.Schema(frame.schema)
 
 
 def scan(root: Path, info: TableInfo, parts: list[Part] | None = None) -> pl.LazyFrame:
@@ -179,12 +183,12 @@ def apply_change(root: Path, info: TableInfo, replaced: set[Any], new: pa.Table 
         lazy = scan(root, info, [part]).filter(~pl.col(info.key).is_in(list(replaced)))
         table = conform(lazy.collect().to_arrow(), info.name)
         rel = info.new_file()
-        stage(rel, lambda p, t=table: write_part(p, [t], schema))
+        stage(rel, partial(write_part, tables=[table], schema=schema))
         kept.append(Part(rel, table.num_rows, *key_range(table, info.key)))
     info.parts = kept
     if new is not None and new.num_rows:
         rel = info.new_file()
-        stage(rel, lambda p, t=new: write_part(p, [t], schema))
+        stage(rel, partial(write_part, tables=[new], schema=schema))
         info.parts.append(Part(rel, new.num_rows, *key_range(new, info.key)))
     compact(root, info, stage, drop)
 

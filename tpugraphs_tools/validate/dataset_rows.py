@@ -162,9 +162,10 @@ def check_graph_against_npz(row: dict, index: int, summary: NpzSummary, refs: Co
         report.emit("dataset.num_configs_mismatch", f"graph {row['graph_id']!r}: num_configs "
                     f"is {row['num_configs']}, npz config arrays have {c}", graphs_rel,
                     key="num_configs", index=index)
-    npz_rows, table_rows = refs.by_graph.get(str(row["graph_id"]), (None, None))
-    if npz_rows is None:
+    found = refs.by_graph.get(str(row["graph_id"]))
+    if found is None:
         return
+    npz_rows, table_rows = found
     out = np.flatnonzero((npz_rows < 0) | (npz_rows >= c))
     if out.size:
         i = int(out[0])

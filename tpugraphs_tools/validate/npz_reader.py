@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty, Full, Queue
+from typing import Literal
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -135,7 +136,7 @@ class NpzReader:
 
     def read(self, member: Member) -> np.ndarray:
         """The whole array (callers only do this for arrays that must be held whole)."""
-        order = "F" if member.fortran else "C"
+        order: Literal["F", "C"] = "F" if member.fortran else "C"
         data = self._small.pop(member.key, None)
         if data is not None:
             if len(data) != member.nbytes:
@@ -144,7 +145,7 @@ class NpzReader:
             return np.frombuffer(data, member.dtype).reshape(member.shape, order=order)
         out = np.empty(member.nbytes, dtype=np.uint8)
         with self._source(member) as src:
-            src.readinto(memoryview(out))
+            src.readinto(out.data)  # the array's own buffer: bytes land in place
             src.finish()
         return out.view(member.dtype).reshape(member.shape, order=order)
 
@@ -176,7 +177,7 @@ class NpzReader:
                         count = min(per, rows - start)
                         size = count * row_bytes
                         buf = ring[n % 3][:size] if ring else np.empty(size, np.uint8)
-                        src.readinto(memoryview(buf))
+                        src.readinto(buf.data)
                         arr = buf.view(member.dtype).reshape((count, *member.shape[1:]))
                         while not stop.is_set():
                             try:

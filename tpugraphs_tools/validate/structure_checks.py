@@ -91,10 +91,10 @@ def _check_member(member: Member, spec: ArraySpec, rel: str, report: Report,
                     f"expected {want} ({_dims_text(spec.dims)})", rel, key=key)
         return False
     if spec.written_dims is None:  # two shapes allowed: no fixed dims to compare
-        for axis, want in enumerate(spec.dims):
-            if isinstance(want, int) and member.shape[axis] != want:
+        for axis, dim in enumerate(spec.dims):
+            if isinstance(dim, int) and member.shape[axis] != dim:
                 report.emit("structure.shape", f"shape {member.shape}: axis {axis} is "
-                            f"{member.shape[axis]}, expected {want} ({_dims_text(spec.dims)})",
+                            f"{member.shape[axis]}, expected {dim} ({_dims_text(spec.dims)})",
                             rel, key=key)
                 usable = False
     return usable
