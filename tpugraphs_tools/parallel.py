@@ -109,7 +109,7 @@ class RayPool(Pool):
             try:
                 import ray
             except ImportError:
-                from tpugraphs_tools.collect.executors.ray_executor import RayUnavailableError
+                from tpugraphs_tools.errors import RayUnavailableError
 
                 raise RayUnavailableError("--executor ray needs ray: pip install "
                                           "'tpugraphs-tools[ray]'") from None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpugraphs_tools.features.opcodes import CONFIGURABLE_IDS, opcode_id
+from tpugraphs_tools.format import CONFIGURABLE_IDS, opcode_id
 from tpugraphs_tools.hlo import attributes as A
 from tpugraphs_tools.hlo.module import Instruction, Module, Shape
 
