@@ -27,10 +27,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check tpugraphs_tools tests bench
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check tpugraphs_tools tests bench
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_featurize.py

@@ -103,8 +103,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
       tgt collect --plan examples/plan.yaml
       tgt collect --status data/
     """
-    from tpugraphs_tools.collect.plan import load_plan_file, make_item, request_from_plan
-    from tpugraphs_tools.collect.run import CollectRequest
+    from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
 
     if status_of is not None:
         _print_status(status_of)
@@ -123,7 +122,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     summary = _run(request, executor, address)
     _print_summary(summary)
     if summary.partial:
-        from tpugraphs_tools.collect.failures import EXIT_PARTIAL
+        from tpugraphs_tools.collect import EXIT_PARTIAL
 
         for what, reason in summary.unmeasured.items():
             terminal.note("partial", f"{what}: {reason}")
@@ -134,10 +133,10 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
 
 def _run(request: Any, executor: str, address: str | None) -> Any:
     if executor == "ray":
-        from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
+        from tpugraphs_tools.collect import collect_with_ray
 
         return collect_with_ray(request, address=address, progress=terminal.print)
-    from tpugraphs_tools.collect.run import collect as run_collect
+    from tpugraphs_tools.collect import collect as run_collect
 
     with terminal.status("collecting") as show:
         return run_collect(request, progress=show)
@@ -219,7 +218,7 @@ def _control(s: dict) -> str:
 
 
 def _print_status(root: str) -> None:
-    from tpugraphs_tools.collect.status import collection_status
+    from tpugraphs_tools.collect import collection_status
 
     status = collection_status(root)
     table = Table(title=f"collection status of {status['dataset']}")
