@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
+from tpugraphs_tools.format import KINDS
 
 
 @click.command("collect")
@@ -32,7 +33,7 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 @click.option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
               help="Forward pass or full training step.")
 @click.option("--backend", default=None, help="jax backend (default: jax's default).")
-@click.option("--collection", type=click.Choice(["layout", "tile"]), default="layout",
+@click.option("--collection", type=click.Choice([k.value for k in KINDS]), default="layout",
               show_default=True, help="layout: whole programs × layout configs; tile: every "
               "kernel of the optimized program × the backend's kernel configs.")
 @click.option("--configs", default=20, show_default=True, type=click.IntRange(min=0),
