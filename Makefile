@@ -38,4 +38,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_featurize.py
 
 clean:
-	rm -rf $(VENV) .venv-ci-lowest .venv-ci-newest demo-data .pytest_cache
+	rm -rf $(VENV) .venv-ci-lowest .venv-ci-newest demo-data .pytest_cache .import_linter_cache
