@@ -27,14 +27,16 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check tpugraphs_tools tests bench
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check tpugraphs_tools tests bench
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_featurize.py
 
 clean:
-	rm -rf $(VENV) .venv-ci-lowest .venv-ci-newest demo-data .pytest_cache
+	rm -rf $(VENV) .venv-ci-lowest .venv-ci-newest demo-data .pytest_cache .import_linter_cache

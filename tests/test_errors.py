@@ -92,13 +92,13 @@ def test_stage_groups() -> None:
 
 def test_a_worker_error_reaching_the_cli_is_one_line_not_a_traceback(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write_file, tiny_hlo: str) -> None:
+    import tpugraphs_tools.collect as collect_face
     from tpugraphs_tools.cli import main
-    from tpugraphs_tools.collect import run
 
     def fail(*_args: object, **_kwargs: object) -> None:
         raise errors.WorkerError("default config failed: boom")
 
-    monkeypatch.setattr(run, "collect", fail)
+    monkeypatch.setattr(collect_face, "collect", fail)  # the CLI calls the package's face
     hlo = write_file("tiny.hlo", tiny_hlo)
     result = CliRunner().invoke(main, ["collect", "--hlo", str(hlo), "--out",
                                        str(tmp_path / "d"), "--configs", "0"])

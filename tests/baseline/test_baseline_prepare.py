@@ -12,7 +12,8 @@ from tpugraphs_tools.baseline.features import Normalizer, layout_categories, pru
 from tpugraphs_tools.baseline.hlo_features import EXTRA_FEATURES, extra_features
 from tpugraphs_tools.baseline.prepare import FeatureStats, PrepareOptions, finalize, load_raw
 from tpugraphs_tools.baseline.synthetic import layout_graph
-from tpugraphs_tools.features import featurize, opcode_id
+from tpugraphs_tools.features import featurize
+from tpugraphs_tools.format import opcode_id
 from tpugraphs_tools.hlo import from_lowered
 from tpugraphs_tools.partition import partition_graph
 

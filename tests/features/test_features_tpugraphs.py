@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tpugraphs_tools.features import NUM_NODE_FEATURES, OPCODE_NAMES, featurize
+from tpugraphs_tools.features import NUM_NODE_FEATURES, featurize
 from tpugraphs_tools.features.tpugraphs import Graph
+from tpugraphs_tools.format import OPCODE_NAMES
 from tpugraphs_tools.hlo import parse_hlo_text
 
 HERE = Path(__file__).resolve().parent

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.features import featurize
-from tpugraphs_tools.features.opcodes import OPCODE_IDS
+from tpugraphs_tools.format import OPCODE_IDS
 from tpugraphs_tools.hlo import Module, from_file, parse_hlo_text
 from tpugraphs_tools.hlo.opcodes import NEWER_OPCODES, XLA_OPCODES
 

@@ -11,6 +11,7 @@ from tpugraphs_tools.baseline.data import (
     open_source,
 )
 from tpugraphs_tools.baseline.losses import LOSSES, RankingLoss, listmle, pairwise_hinge
+from tpugraphs_tools.baseline.markdown import evaluation_title
 from tpugraphs_tools.baseline.metrics import (
     graph_metrics,
     kaggle_tile_score,
@@ -27,38 +28,10 @@ from tpugraphs_tools.baseline.run import BaselineOptions, NothingToScore, run_ba
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 
 __all__ = [
-    "LOSSES",
-    "BaselineOptions",
-    "Batch",
-    "CostModel",
-    "GraphInfo",
-    "GraphRecord",
-    "GraphSource",
-    "Item",
-    "ModelConfig",
-    "NothingToScore",
-    "PrepareOptions",
-    "PreparedGraph",
-    "RankingLoss",
-    "Stale",
-    "TgtSource",
-    "TpuGraphsTreeSource",
-    "TrainConfig",
-    "Trainer",
-    "bucket",
-    "graph_metrics",
-    "iter_graphs",
-    "kaggle_tile_score",
-    "kendall_tau",
-    "listmle",
-    "mean_metrics",
-    "opa",
-    "open_source",
-    "pack",
-    "pairwise_hinge",
-    "run_baseline",
-    "save_report",
-    "slowdown",
-    "top_k_error",
-    "write_report",
+    "LOSSES", "BaselineOptions", "Batch", "CostModel", "GraphInfo", "GraphRecord", "GraphSource",
+    "Item", "ModelConfig", "NothingToScore", "PrepareOptions", "PreparedGraph", "RankingLoss",
+    "Stale", "TgtSource", "TpuGraphsTreeSource", "TrainConfig", "Trainer", "bucket",
+    "evaluation_title", "graph_metrics", "iter_graphs", "kaggle_tile_score", "kendall_tau",
+    "listmle", "mean_metrics", "opa", "open_source", "pack", "pairwise_hinge", "run_baseline",
+    "save_report", "slowdown", "top_k_error", "write_report",
 ]

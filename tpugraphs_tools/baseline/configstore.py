@@ -28,9 +28,9 @@ import numpy as np
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Collection, collection_of
-from tpugraphs_tools.store import atomic
+from tpugraphs_tools.store import CACHE_DIR as STORE_CACHE_DIR
 
-CACHE_DIR = Path(atomic.CACHE_DIR) / "baseline-configs"
+CACHE_DIR = Path(STORE_CACHE_DIR) / "baseline-configs"
 CACHE_VERSION = 1           # bump when the files' contents or conversions change
 CHUNK_BYTES = 8 << 20       # rows streamed per read while repacking
 LAYOUT_MIN, LAYOUT_MAX = -1, 6

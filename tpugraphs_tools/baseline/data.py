@@ -105,7 +105,7 @@ class TgtSource:
     def content_key(self, graph_id: str) -> str:
         """The manifest checksums of the graph's npz and of the configs parts that may hold
         its rows: the configs cache is rebuilt when either changes."""
-        from tpugraphs_tools.store.tables import parts_for_key
+        from tpugraphs_tools.store import parts_for_key
 
         files = self.dataset.manifest.get("files", {})
         rel = self.npz_file(graph_id).relative_to(self.dataset.root).as_posix()
@@ -174,7 +174,7 @@ class TpuGraphsTreeSource:
 
     def content_key(self, graph_id: str) -> str:
         """sha256 of the npz file: the configs cache is rebuilt when the file changes."""
-        from tpugraphs_tools.store.manifest import sha256_file
+        from tpugraphs_tools.store import sha256_file
 
         return sha256_file(self.npz_file(graph_id))
 

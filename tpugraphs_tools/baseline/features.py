@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpugraphs_tools.features.opcodes import CONFIGURABLE_IDS
-from tpugraphs_tools.format import NODE_FEATURE_WIDTH
+from tpugraphs_tools.format import CONFIGURABLE_IDS, NODE_FEATURE_WIDTH
 
 DIMS_COLUMNS = slice(21, 27)      # shape dims 0..5
 # minor_to_major 0..5, the last six node features (0-padded in TpuGraphs)

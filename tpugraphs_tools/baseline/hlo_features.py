@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tpugraphs_tools.hlo import Instruction, Shape, parse_hlo_text
 from tpugraphs_tools.hlo import attributes as A
-from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.hlo.module import Instruction, Shape
 
 EXTRA_FEATURES: tuple[str, ...] = (
     "dot_lhs_contracting_dims", "dot_rhs_contracting_dims", "dot_lhs_batch_dims",

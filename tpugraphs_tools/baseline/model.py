@@ -17,8 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpugraphs_tools.baseline.batching import LAYOUT_SLOTS, Batch, Stale
-from tpugraphs_tools.features.opcodes import OPCODE_NAMES
-from tpugraphs_tools.format import collection_of
+from tpugraphs_tools.format import OPCODE_NAMES, collection_of
 
 NUM_VALUES = 8  # layout values −1..6 → 0..7
 # A Batch/Stale field: a host array, a tracer once the step is jitted.

@@ -21,8 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tpugraphs_tools.features import NUM_NODE_FEATURES, opcode_id
-from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH, TILE_CONFIG_WIDTH, collection_of
+from tpugraphs_tools.features import NUM_NODE_FEATURES
+from tpugraphs_tools.format import (
+    LAYOUT_CONFIG_WIDTH,
+    TILE_CONFIG_WIDTH,
+    collection_of,
+    opcode_id,
+)
 from tpugraphs_tools.store import Dataset
 
 _OTHER_OPS = ("add", "multiply", "exponential", "broadcast", "transpose", "maximum", "tanh")

@@ -14,7 +14,7 @@ from tpugraphs_tools.cli.programs_cmd import programs
 from tpugraphs_tools.cli.publish_cmd import publish
 from tpugraphs_tools.cli.report_cmd import report
 from tpugraphs_tools.cli.validate_cmd import validate
-from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure import share_device_memory
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -134,7 +134,7 @@ def _fmt(value: float | None) -> str:
 
 def results_table(name: str, evaluation: Evaluation) -> Table:
     """One row per split × method (model and trivial baselines) of one evaluation."""
-    from tpugraphs_tools.baseline.markdown import evaluation_title
+    from tpugraphs_tools.baseline import evaluation_title
 
     columns = _COLUMNS[evaluation.kind]
     table = Table(title=evaluation_title(name, evaluation), box=box.SIMPLE_HEAD)

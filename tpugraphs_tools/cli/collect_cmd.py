@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
+from tpugraphs_tools.format import KINDS
 
 
 @click.command("collect")
@@ -32,7 +33,7 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 @click.option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
               help="Forward pass or full training step.")
 @click.option("--backend", default=None, help="jax backend (default: jax's default).")
-@click.option("--collection", type=click.Choice(["layout", "tile"]), default="layout",
+@click.option("--collection", type=click.Choice([k.value for k in KINDS]), default="layout",
               show_default=True, help="layout: whole programs × layout configs; tile: every "
               "kernel of the optimized program × the backend's kernel configs.")
 @click.option("--configs", default=20, show_default=True, type=click.IntRange(min=0),
@@ -103,8 +104,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
       tgt collect --plan examples/plan.yaml
       tgt collect --status data/
     """
-    from tpugraphs_tools.collect.plan import load_plan_file, make_item, request_from_plan
-    from tpugraphs_tools.collect.run import CollectRequest
+    from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
 
     if status_of is not None:
         _print_status(status_of)
@@ -123,7 +123,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     summary = _run(request, executor, address)
     _print_summary(summary)
     if summary.partial:
-        from tpugraphs_tools.collect.failures import EXIT_PARTIAL
+        from tpugraphs_tools.collect import EXIT_PARTIAL
 
         for what, reason in summary.unmeasured.items():
             terminal.note("partial", f"{what}: {reason}")
@@ -134,10 +134,10 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
 
 def _run(request: Any, executor: str, address: str | None) -> Any:
     if executor == "ray":
-        from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
+        from tpugraphs_tools.collect import collect_with_ray
 
         return collect_with_ray(request, address=address, progress=terminal.print)
-    from tpugraphs_tools.collect.run import collect as run_collect
+    from tpugraphs_tools.collect import collect as run_collect
 
     with terminal.status("collecting") as show:
         return run_collect(request, progress=show)
@@ -219,7 +219,7 @@ def _control(s: dict) -> str:
 
 
 def _print_status(root: str) -> None:
-    from tpugraphs_tools.collect.status import collection_status
+    from tpugraphs_tools.collect import collection_status
 
     status = collection_status(root)
     table = Table(title=f"collection status of {status['dataset']}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
+from tpugraphs_tools.format import KINDS
 
 
 @click.command("partition")
@@ -15,7 +16,7 @@ from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
               help="Pick k per graph as ceil(nodes / N) instead of a fixed k.")
 @click.option("--method", type=click.Choice(["metis", "contiguous"]), default="metis",
               show_default=True, help="METIS k-way (contiguous parts) or GST's node-id ranges.")
-@click.option("--collection", type=click.Choice(["layout", "tile"]), default=None,
+@click.option("--collection", type=click.Choice([k.value for k in KINDS]), default=None,
               help="Only graphs of this collection.")
 @click.option("--graph", "graph_ids", multiple=True, help="Only this graph id. Repeatable.")
 @handle_errors

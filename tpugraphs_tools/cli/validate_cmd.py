@@ -9,8 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
-from tpugraphs_tools.validate.catalog import CLASSES
-from tpugraphs_tools.validate.report import Finding, Report
+from tpugraphs_tools.validate import CLASSES, Finding, Report
 
 
 @click.command("validate")

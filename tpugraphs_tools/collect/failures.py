@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tpugraphs_tools.hlo.module import Module
+from tpugraphs_tools.hlo import Module
 
 DEFAULT_FAILED = "default_failed"
 EXIT_PARTIAL = 3  # documented in README.md and docs/collect.md

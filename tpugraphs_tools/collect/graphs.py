@@ -12,13 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.features import featurize
-from tpugraphs_tools.features.tpugraphs import Graph
+from tpugraphs_tools.features import Graph, featurize
 from tpugraphs_tools.format import LAYOUT, TILE, Kind, collection_of
-from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered
-from tpugraphs_tools.hlo.sources import stored_hlo
-from tpugraphs_tools.store import Dataset, make_graph_id
-from tpugraphs_tools.store.manifest import jax_versions
+from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered, stored_hlo
+from tpugraphs_tools.store import Dataset, jax_versions, make_graph_id
 
 
 @dataclass

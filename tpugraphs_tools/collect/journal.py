@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.store.atomic import WORK_DIR
+from tpugraphs_tools.store import WORK_DIR
 
 
 class ConfigJournal:

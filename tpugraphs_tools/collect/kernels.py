@@ -18,10 +18,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tpugraphs_tools.errors import HloParseError
+from tpugraphs_tools.hlo import Computation, Instruction, Module, Shape, fingerprint, parse_hlo_text
 from tpugraphs_tools.hlo import attributes as A
-from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
-from tpugraphs_tools.hlo.sources import fingerprint
-from tpugraphs_tools.hlo.text import parse_hlo_text
 
 # Standalone entry ops that run as one kernel of their own (fusions always do).
 HEAVY_OPCODES = frozenset({

@@ -19,8 +19,7 @@ from typing import Any
 from scipy import stats
 
 from tpugraphs_tools.collect.summary import LabelQuality
-from tpugraphs_tools.measure.paired import TRIM
-from tpugraphs_tools.measure.worker import CONTROL, OK, REPEAT
+from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM
 
 EXTRA_STATUSES = (CONTROL, REPEAT)  # rows after the configs, never in the npz
 WINDOW_CONFIDENCE = 0.8

@@ -23,16 +23,10 @@ import numpy as np
 from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.collect.labels import EXTRA_STATUSES, label_quality, widen_by_windows
 from tpugraphs_tools.collect.summary import LayoutSummary
-from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
-from tpugraphs_tools.configs.layout import LayoutSpace
+from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.format import LAYOUT
-from tpugraphs_tools.measure import device_env
-from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
-from tpugraphs_tools.measure.options import MeasureOptions, layout_session
-from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
-from tpugraphs_tools.measure.realized import honoured_json, options_key
-from tpugraphs_tools.measure.worker import (
+from tpugraphs_tools.measure import (
     COMPILE_ERROR,
     CONTROL,
     DUPLICATE,
@@ -41,6 +35,14 @@ from tpugraphs_tools.measure.worker import (
     REPEAT,
     ConfigResult,
     Job,
+    MeasureOptions,
+    PipelinedMeasurer,
+    apply_layout_config,
+    constraint_slots,
+    device_env,
+    honoured_json,
+    layout_session,
+    options_key,
 )
 
 REFERENCE = "reference"  # stop_reason of the default row: its label is the in-window default

@@ -23,8 +23,8 @@ from typing import Any
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest
 from tpugraphs_tools.errors import PlanError as PlanError
 from tpugraphs_tools.format import KINDS
-from tpugraphs_tools.measure.options import KEYS as MEASURE_KEYS
-from tpugraphs_tools.measure.options import MeasureOptions
+from tpugraphs_tools.measure import OPTION_KEYS as MEASURE_KEYS
+from tpugraphs_tools.measure import MeasureOptions
 
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *MEASURE_KEYS}

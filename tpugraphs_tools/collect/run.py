@@ -36,9 +36,7 @@ from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file
-from tpugraphs_tools.measure.compile import compile_hlo_source
-from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.worker import WorkerError
+from tpugraphs_tools.measure import MeasureOptions, WorkerError, compile_hlo_source
 from tpugraphs_tools.store import Dataset, make_graph_id
 
 Progress = Callable[[str], None]

@@ -25,7 +25,7 @@ import numpy as np
 from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_row
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text, extract_kernels
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
-from tpugraphs_tools.configs.tile import (
+from tpugraphs_tools.configs import (
     NUM_TILE_FEATURES,
     KernelConfig,
     KernelConfigSpace,
@@ -34,17 +34,18 @@ from tpugraphs_tools.configs.tile import (
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
-from tpugraphs_tools.measure import device_env
-from tpugraphs_tools.measure.options import MeasureOptions, kernel_session
-from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
-from tpugraphs_tools.measure.timing import Timing
-from tpugraphs_tools.measure.worker import (
+from tpugraphs_tools.measure import (
     COMPILE_ERROR,
     NOOP,
     OK,
     ConfigResult,
     Job,
+    MeasureOptions,
+    PipelinedMeasurer,
+    Timing,
     WorkerError,
+    device_env,
+    kernel_session,
 )
 from tpugraphs_tools.store import make_graph_id
 

@@ -2,12 +2,24 @@
 
 from tpugraphs_tools.configs.layout import (
     NUM_LAYOUT_FEATURES,
+    SLOTS,
+    Layout,
     LayoutConfig,
     LayoutSpace,
     LayoutTensor,
     layout_space,
+    physical_order,
 )
 from tpugraphs_tools.configs.search import STRATEGIES, generate_configs
+from tpugraphs_tools.configs.tile import (
+    NUM_TILE_FEATURES,
+    KernelConfig,
+    KernelConfigSpace,
+    default_space,
+)
 
-__all__ = ["NUM_LAYOUT_FEATURES", "STRATEGIES", "LayoutConfig", "LayoutSpace", "LayoutTensor",
-           "generate_configs", "layout_space"]
+__all__ = [
+    "NUM_LAYOUT_FEATURES", "NUM_TILE_FEATURES", "SLOTS", "STRATEGIES", "KernelConfig",
+    "KernelConfigSpace", "Layout", "LayoutConfig", "LayoutSpace", "LayoutTensor", "default_space",
+    "generate_configs", "layout_space", "physical_order",
+]

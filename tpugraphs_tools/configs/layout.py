@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpugraphs_tools.features.opcodes import CONFIGURABLE_OPCODES
-from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH
-from tpugraphs_tools.hlo.module import Module
+from tpugraphs_tools.format import CONFIGURABLE_OPCODES, LAYOUT_CONFIG_WIDTH
+from tpugraphs_tools.hlo import Module
 
 NUM_LAYOUT_FEATURES = LAYOUT_CONFIG_WIDTH
 SLOTS = ("output", "input", "kernel")

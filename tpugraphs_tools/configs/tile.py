@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tpugraphs_tools.format import TILE_CONFIG_WIDTH
-from tpugraphs_tools.hlo.module import Module
+from tpugraphs_tools.hlo import Module
 
 NUM_TILE_FEATURES = TILE_CONFIG_WIDTH
 Setting = tuple[str, Any]

@@ -37,8 +37,8 @@ import numpy as np
 
 from tpugraphs_tools.configs.tile import KernelConfig, bounds_features
 from tpugraphs_tools.errors import ConfigError
+from tpugraphs_tools.hlo import Instruction, Module, Shape
 from tpugraphs_tools.hlo import attributes as A
-from tpugraphs_tools.hlo.module import Instruction, Module, Shape
 
 FIELDS = ("block_m", "block_n", "block_k", "split_k", "num_stages", "num_warps", "num_ctas")
 GRID = {

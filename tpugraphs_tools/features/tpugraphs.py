@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpugraphs_tools.features.opcodes import CONFIGURABLE_IDS, opcode_id
+from tpugraphs_tools.format import CONFIGURABLE_IDS, opcode_id
+from tpugraphs_tools.hlo import Instruction, Module, Shape
 from tpugraphs_tools.hlo import attributes as A
-from tpugraphs_tools.hlo.module import Instruction, Module, Shape
 
 NUM_NODE_FEATURES = 140
 # Order of the element-type one-hot (features 2..20), as in tpu_graphs' PRIMITIVE_TYPE_FEATURES.

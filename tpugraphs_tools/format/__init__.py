@@ -1,4 +1,4 @@
-"""The TpuGraphs format in one place: per-kind npz contract, widths, splits, folder scheme.
+"""The TpuGraphs format in one place: per-kind npz contract, widths, opcode ids, splits, tree.
 
 Export, import, validate, baseline and collect derive from these records; a new collection kind
 is one more :class:`Collection` here.
@@ -20,6 +20,15 @@ from tpugraphs_tools.format._collections import (
     detect_kind,
     official_keys_table,
 )
+from tpugraphs_tools.format._opcodes import (
+    CONFIGURABLE_IDS,
+    CONFIGURABLE_OPCODES,
+    OPCODE_IDS,
+    OPCODE_NAMES,
+    TOMBSTONE_IDS,
+    UNKNOWN_ID,
+    opcode_id,
+)
 from tpugraphs_tools.format._splits import (
     DEFAULT_RATIOS,
     SPLIT_BY,
@@ -39,9 +48,10 @@ from tpugraphs_tools.format._tree import (
 )
 
 __all__ = [
-    "COLLECTIONS", "DEFAULT_RATIOS", "KINDS", "LAYOUT", "LAYOUT_CONFIG_WIDTH", "LAYOUT_SOURCES",
-    "NODE_FEATURE_WIDTH", "SPLITS", "SPLIT_BY", "TILE", "TILE_CONFIG_WIDTH", "ArraySpec",
+    "COLLECTIONS", "CONFIGURABLE_IDS", "CONFIGURABLE_OPCODES", "DEFAULT_RATIOS", "KINDS", "LAYOUT",
+    "LAYOUT_CONFIG_WIDTH", "LAYOUT_SOURCES", "NODE_FEATURE_WIDTH", "OPCODE_IDS", "OPCODE_NAMES",
+    "SPLITS", "SPLIT_BY", "TILE", "TILE_CONFIG_WIDTH", "TOMBSTONE_IDS", "UNKNOWN_ID", "ArraySpec",
     "Collection", "Kind", "SplitPlan", "TreeEntry", "TreeHints", "assign_splits", "check_name",
-    "collection_of", "detect_kind", "group_quotas", "official_keys_table", "parse_ratios",
-    "parse_tree_path", "tree_hints", "tree_path",
+    "collection_of", "detect_kind", "group_quotas", "official_keys_table", "opcode_id",
+    "parse_ratios", "parse_tree_path", "tree_hints", "tree_path"
 ]

@@ -1,16 +1,30 @@
-"""HLO ingestion: parsed modules from jax programs, HLO text and serialized protos."""
+"""HLO ingestion: parsed modules from jax programs, HLO text and serialized protos.
 
+``attributes`` is a deliberately public module (attribute parsers used as ``A.window(...)``).
+"""
+
+from tpugraphs_tools.hlo import attributes
 from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
+from tpugraphs_tools.hlo.proto import proto_to_text
 from tpugraphs_tools.hlo.sources import (
     HloSource,
     fingerprint,
     from_compiled,
     from_file,
     from_lowered,
+    stored_hlo,
 )
-from tpugraphs_tools.hlo.text import parse_hlo_text, parse_shape
+from tpugraphs_tools.hlo.text import (
+    computation_header,
+    match_close,
+    parse_hlo_text,
+    parse_shape,
+    split_top_level,
+)
 
 __all__ = [
-    "Computation", "HloSource", "Instruction", "Module", "Shape", "fingerprint", "from_compiled",
-    "from_file", "from_lowered", "parse_hlo_text", "parse_shape",
+    "Computation", "HloSource", "Instruction", "Module", "Shape", "attributes",
+    "computation_header", "fingerprint", "from_compiled", "from_file", "from_lowered",
+    "match_close", "parse_hlo_text", "parse_shape", "proto_to_text", "split_top_level",
+    "stored_hlo",
 ]

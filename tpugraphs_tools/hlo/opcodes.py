@@ -6,7 +6,7 @@ against the installed one); an opcode outside this set is refused, as XLA's pars
 
 from __future__ import annotations
 
-from tpugraphs_tools.features.opcodes import OPCODE_NAMES
+from tpugraphs_tools.format import OPCODE_NAMES
 
 # TpuGraphs' table minus opcodes XLA has since removed, plus those added after it.
 _REMOVED = frozenset({"unknown", "trace", "tuple-select"})

@@ -1,9 +1,35 @@
-"""Measurement: apply a config for real, compile in isolated workers, time it honestly."""
+"""Measurement: apply a config for real, compile in isolated workers, time it honestly.
 
-from tpugraphs_tools.measure.apply import apply_layout_config
+``device_env`` is a deliberately public module (per-platform isolation, tolerances, memory).
+"""
+
+from tpugraphs_tools.measure import device_env
+from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
+from tpugraphs_tools.measure.compile import compile_hlo_source
+from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure.options import KEYS as OPTION_KEYS
+from tpugraphs_tools.measure.options import MeasureOptions, kernel_session, layout_session
+from tpugraphs_tools.measure.paired import TRIM
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
+from tpugraphs_tools.measure.realized import honoured_json, options_key
 from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
-from tpugraphs_tools.measure.worker import Job, SessionSpec, WorkerError
+from tpugraphs_tools.measure.worker import (
+    COMPILE_ERROR,
+    CONTROL,
+    DUPLICATE,
+    NOOP,
+    OK,
+    REPEAT,
+    ConfigResult,
+    Job,
+    SessionSpec,
+    WorkerError,
+)
 
-__all__ = ["Job", "PipelineOptions", "PipelinedMeasurer", "SessionSpec", "Timing",
-           "WorkerError", "apply_layout_config", "time_alone", "time_batch"]
+__all__ = [
+    "COMPILE_ERROR", "CONTROL", "DUPLICATE", "NOOP", "OK", "OPTION_KEYS", "REPEAT", "TRIM",
+    "ConfigResult", "Job", "MeasureOptions", "PipelineOptions", "PipelinedMeasurer", "SessionSpec",
+    "Timing", "WorkerError", "apply_layout_config", "compile_hlo_source", "constraint_slots",
+    "device_env", "honoured_json", "kernel_session", "layout_session", "options_key",
+    "share_device_memory", "time_alone", "time_batch",
+]

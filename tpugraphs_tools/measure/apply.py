@@ -20,10 +20,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tpugraphs_tools.configs.layout import SLOTS, Layout, LayoutConfig, LayoutSpace, LayoutTensor
+from tpugraphs_tools.configs import SLOTS, Layout, LayoutConfig, LayoutSpace, LayoutTensor
 from tpugraphs_tools.errors import ConfigError
-from tpugraphs_tools.hlo.module import Instruction, Module
-from tpugraphs_tools.hlo.text import computation_header, match_close, split_top_level
+from tpugraphs_tools.hlo import (
+    Instruction,
+    Module,
+    computation_header,
+    match_close,
+    split_top_level,
+)
 
 CONSTRAINT_TARGET = "LayoutConstraint"
 _METADATA = re.compile(r",\s*metadata=\{")

@@ -14,9 +14,7 @@ import numpy as np
 
 from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.errors import ConfigError
-from tpugraphs_tools.hlo.module import Module, Shape
-from tpugraphs_tools.hlo.sources import HloSource
-from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.hlo import HloSource, Module, Shape, parse_hlo_text
 
 _NUMPY_TYPES = {
     "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64",

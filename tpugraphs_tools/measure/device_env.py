@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tpugraphs_tools.hlo.module import Module, Shape
+from tpugraphs_tools.hlo import Module, Shape
 
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 # Any of these set by the user means they chose how processes share device memory.

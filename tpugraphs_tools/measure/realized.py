@@ -28,10 +28,9 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from tpugraphs_tools.configs.layout import SLOTS as SLOT_NAMES
-from tpugraphs_tools.configs.layout import physical_order
-from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
-from tpugraphs_tools.hlo.sources import fingerprint
+from tpugraphs_tools.configs import SLOTS as SLOT_NAMES
+from tpugraphs_tools.configs import physical_order
+from tpugraphs_tools.hlo import Computation, Instruction, Module, Shape, fingerprint
 
 COPY_OPCODES = frozenset({"copy", "transpose"})
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')

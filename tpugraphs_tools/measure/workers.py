@@ -67,7 +67,7 @@ def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
     The key is (optimized fingerprint, options), or with ``spec.dedupe_on_code`` (optimized
     fingerprint, generated machine code): then an option that changes nothing is a no-op.
     """
-    from tpugraphs_tools.hlo.text import parse_hlo_text
+    from tpugraphs_tools.hlo import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
     from tpugraphs_tools.measure.realized import options_key, realized_layouts
 
@@ -93,7 +93,7 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     pin(cpus)
     import jax
 
-    from tpugraphs_tools.hlo.text import parse_hlo_text
+    from tpugraphs_tools.hlo import parse_hlo_text
     from tpugraphs_tools.measure.compile import entry_signature
 
     signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
@@ -156,7 +156,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     import jax
     import numpy as np
 
-    from tpugraphs_tools.hlo.text import parse_hlo_text
+    from tpugraphs_tools.hlo import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
     from tpugraphs_tools.measure.paired import Placement, calibrate
     from tpugraphs_tools.measure.timing import time_alone, time_batch

@@ -19,8 +19,7 @@ import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.partition._methods import METHODS, Partition, partition_graph
-from tpugraphs_tools.store import Dataset
-from tpugraphs_tools.store.manifest import now
+from tpugraphs_tools.store import Dataset, now
 
 TABLE = "partitions"
 PARTITIONS_DIR = "partitions"

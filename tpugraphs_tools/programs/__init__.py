@@ -1,4 +1,8 @@
-"""Program zoo: JAX programs tgt lowers to HLO (see docs/programs.md)."""
+"""Program zoo: JAX programs tgt lowers to HLO (see docs/programs.md).
+
+``sizes`` is a deliberately public module, and a script (``python -m
+tpugraphs_tools.programs.sizes``): not imported here, so running it does not import it twice.
+"""
 
 from tpugraphs_tools.programs.registry import (
     Program,

@@ -32,8 +32,7 @@ from tpugraphs_tools.publish._provenance import (
     read_provenance,
 )
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
-from tpugraphs_tools.store import Dataset, make_graph_id
-from tpugraphs_tools.store.schema import to_arrow_table
+from tpugraphs_tools.store import Dataset, make_graph_id, to_arrow_table
 
 SCRATCH = ".tgt-import"  # worker-written npz files waiting for their commit (removed at the end)
 EXPECTED = ("npz/layout/{xla|nlp}/{default|random}/{train|valid|test}/<graph>.npz or "

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tpugraphs_tools.store.manifest import sha256_file
+from tpugraphs_tools.store import sha256_file
 
 DEFAULT_SHARD_BYTES = 500 << 20
 ROW_GROUP_BYTES = 64 << 20

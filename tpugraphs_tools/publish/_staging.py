@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.store.manifest import sha256_file
+from tpugraphs_tools.store import sha256_file
 
 STAGING_MARK = ".tgt-staging-"
 

@@ -152,7 +152,7 @@ class Dataset:
             raise DatasetError(f"{self.root}: graph {graph_id!r} has no stored HLO")
         path = self.root / row["hlo_file"]
         if path.name.endswith(".pb"):
-            from tpugraphs_tools.hlo.proto import proto_to_text
+            from tpugraphs_tools.hlo import proto_to_text
 
             return proto_to_text(path.read_bytes(), source=str(path))
         return path.read_text()

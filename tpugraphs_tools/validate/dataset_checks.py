@@ -14,11 +14,19 @@ from typing import Any
 
 import jsonschema
 
-from tpugraphs_tools.store import atomic
-from tpugraphs_tools.store.atomic import WORK_DIR
-from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, sha256_file
-from tpugraphs_tools.store.schema import load_schema
-from tpugraphs_tools.store.tables import Part, TableInfo, table_info
+from tpugraphs_tools.store import (
+    CACHE_DIR,
+    FORMAT_VERSION,
+    JOURNAL,
+    MANIFEST,
+    TEMP_MARK,
+    WORK_DIR,
+    Part,
+    TableInfo,
+    load_schema,
+    sha256_file,
+    table_info,
+)
 from tpugraphs_tools.validate.report import Report
 
 
@@ -101,13 +109,13 @@ def check_files(root: Path, manifest: dict[str, Any], report: Report, hasher: Ha
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        if rel == MANIFEST or rel in listed or rel.startswith(f"{atomic.CACHE_DIR}/"):
+        if rel == MANIFEST or rel in listed or rel.startswith(f"{CACHE_DIR}/"):
             continue
         if rel.startswith(f"{WORK_DIR}/"):
             report.emit("dataset.partial_collection",
                         "config rows of an unfinished collection (rerun the same `tgt collect` "
                         "to finish it; `tgt collect --status` shows progress)", rel)
-        elif atomic.TEMP_MARK in rel or rel == atomic.JOURNAL:
+        elif TEMP_MARK in rel or rel == JOURNAL:
             report.emit("dataset.interrupted_write",
                         "leftover of an interrupted write (re-open with tgt to recover)", rel)
         else:

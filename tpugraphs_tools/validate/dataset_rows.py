@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from tpugraphs_tools.configs.layout import SLOTS
+from tpugraphs_tools.configs import SLOTS
 from tpugraphs_tools.validate.npz_file import NpzSummary
 from tpugraphs_tools.validate.report import Report
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpugraphs_tools.features.opcodes import CONFIGURABLE_IDS, OPCODE_NAMES, TOMBSTONE_IDS
+from tpugraphs_tools.format import CONFIGURABLE_IDS, OPCODE_NAMES, TOMBSTONE_IDS
 from tpugraphs_tools.validate.report import Report
 
 MAX_OPCODE = len(OPCODE_NAMES) - 1

@@ -17,8 +17,7 @@ import polars as pl
 
 from tpugraphs_tools.format import KINDS
 from tpugraphs_tools.parallel import Pool, make_pool
-from tpugraphs_tools.store.manifest import MANIFEST
-from tpugraphs_tools.store.tables import Part, TableInfo
+from tpugraphs_tools.store import MANIFEST, Part, TableInfo
 from tpugraphs_tools.validate import dataset_checks, dataset_rows, table_checks, tree_checks
 from tpugraphs_tools.validate.jobs import NpzJob, merge, run_npz_job
 from tpugraphs_tools.validate.npz_file import check_npz

@@ -15,7 +15,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir
+from tpugraphs_tools.store import arrow_schema, load_schema, schema_dir
 from tpugraphs_tools.validate.report import Report
 
 

@@ -31,12 +31,10 @@ from tpugraphs_tools.collect.run import (
     commit_graph,
     start_graph,
 )
-from tpugraphs_tools.configs import LayoutConfig, generate_configs, layout_space
-from tpugraphs_tools.configs.layout import LayoutSpace
+from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
-from tpugraphs_tools.hlo.text import parse_hlo_text
-from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.worker import WorkerError
+from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.measure import MeasureOptions, WorkerError
 from tpugraphs_tools.store import Dataset
 
 
