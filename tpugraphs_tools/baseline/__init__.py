@@ -23,12 +23,13 @@ from tpugraphs_tools.baseline.metrics import (
 )
 from tpugraphs_tools.baseline.model import CostModel, ModelConfig
 from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions
-from tpugraphs_tools.baseline.report import save_report, write_report
+from tpugraphs_tools.baseline.report import Evaluation, save_report, write_report
 from tpugraphs_tools.baseline.run import BaselineOptions, NothingToScore, run_baseline
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 
 __all__ = [
-    "LOSSES", "BaselineOptions", "Batch", "CostModel", "GraphInfo", "GraphRecord", "GraphSource",
+    "LOSSES", "BaselineOptions", "Batch", "CostModel", "Evaluation", "GraphInfo", "GraphRecord",
+    "GraphSource",
     "Item", "ModelConfig", "NothingToScore", "PrepareOptions", "PreparedGraph", "RankingLoss",
     "Stale", "TgtSource", "TpuGraphsTreeSource", "TrainConfig", "Trainer", "bucket",
     "evaluation_title", "graph_metrics", "iter_graphs", "kaggle_tile_score", "kendall_tau",

@@ -12,7 +12,7 @@ from rich.table import Table
 from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
 
 if TYPE_CHECKING:  # the library is imported when a command runs (fast --help)
-    from tpugraphs_tools.baseline.report import Evaluation
+    from tpugraphs_tools.baseline import Evaluation
 
 # Per collection kind, the columns its literature reports (anchors.md: layout → τ, OPA,
 # slowdown; tile → Kaggle score, top-K error).
