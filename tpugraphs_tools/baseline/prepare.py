@@ -2,7 +2,9 @@
 
 Two passes, so normalisation never sees held-out graphs: :func:`load_raw` per graph (prune, HLO
 extras, config subsample), :class:`FeatureStats` fitted on the train raws, then
-:func:`finalize` (normalise, segment).
+:func:`finalize` (normalise, segment). A graph's arrays sit behind an ``EntryRef``: resident
+(:class:`~tpugraphs_tools.baseline.graphstore.Entry`), or on the lazy path written to the
+graph cache and read per batch (loading.py), so only sizes and config row views stay resident.
 """
 
 from __future__ import annotations
