@@ -23,6 +23,7 @@ from tpugraphs_tools.baseline.data import TgtSource, TpuGraphsTreeSource
 from tpugraphs_tools.baseline.graphstore import CACHE_DIR as GRAPH_CACHE
 from tpugraphs_tools.baseline.graphstore import GraphStore
 from tpugraphs_tools.baseline.synthetic import layout_graph, tile_graph, write_synthetic_dataset
+from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.validate import validate_path
 
 # wall clock, and compilations (the second run in a process reuses the jitted functions)
@@ -178,3 +179,12 @@ def test_graph_cache_follows_the_options(tmp_path: Path) -> None:
     rows = second["collections"]["layout"]["evaluations"]["within-graph"]["per_graph"]
     assert rows[0]["nodes"] < first["collections"]["layout"]["evaluations"][
         "within-graph"]["per_graph"][0]["nodes"]
+
+
+def test_damaged_graph_entry_is_a_clear_error(tmp_path: Path) -> None:
+    store = GraphStore(tmp_path)
+    folder = store.folder("g", "k")
+    store.write(folder, {"feat": np.zeros((100, 8), np.float32)}, {"num_nodes": 100})
+    (folder / "feat.npy").write_bytes((folder / "feat.npy").read_bytes()[:200])
+    with pytest.raises(DatasetError, match="damaged baseline graph cache entry"):
+        GraphStore(tmp_path).load(folder)
