@@ -37,10 +37,11 @@ MODES = ("paired", "paired", "fixed", "fixed", "paired_all")
 
 def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -> dict:
     """One collection into a fresh dataset: its config rows and its wall time."""
+    import polars as pl
+
     from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
     from tpugraphs_tools.measure.options import MeasureOptions
     from tpugraphs_tools.programs import ProgramArgs
-    from tpugraphs_tools.store import Dataset
 
     layout = MeasureOptions(configs=configs, seed=seed,
                             timing="fixed" if mode == "fixed" else "paired",
@@ -50,7 +51,7 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -
         start = time.perf_counter()
         collect(CollectRequest(items=[item], out=out))
         wall = time.perf_counter() - start
-        rows = Dataset.open(out).table("configs").to_dicts()
+        rows = pl.read_parquet(Path(out) / "configs.parquet").to_dicts()
     keep = ("config_index", "status", "is_default", "relative_to_default", "relative_ci_low",
             "relative_ci_high", "rounds", "stop_reason", "runtime_cv", "runs_per_sample",
             "default_runtime_ns", "measure_seconds", "window_sd")
