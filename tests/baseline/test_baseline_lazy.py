@@ -15,15 +15,23 @@ from tpugraphs_tools.baseline import (
     PrepareOptions,
     TrainConfig,
     configstore,
+    loading,
     run_baseline,
 )
 from tpugraphs_tools.baseline.configstore import CACHE_DIR, ConfigCache, ConfigRows, in_memory
 from tpugraphs_tools.baseline.data import TgtSource, TpuGraphsTreeSource
+from tpugraphs_tools.baseline.graphstore import CACHE_DIR as GRAPH_CACHE
+from tpugraphs_tools.baseline.graphstore import GraphStore
 from tpugraphs_tools.baseline.synthetic import layout_graph, tile_graph, write_synthetic_dataset
+from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.validate import validate_path
 
 # wall clock, and compilations (the second run in a process reuses the jitted functions)
 TIMINGS = {"seconds", "epoch_seconds", "compiles"}
+
+
+def _no_npz(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("a cached graph was read from its npz again")
 
 
 def _strip(value: Any) -> Any:
@@ -36,9 +44,10 @@ def _strip(value: Any) -> Any:
     return value
 
 
-@pytest.mark.parametrize(("collection", "gst"), [("layout", False), ("tile", True)])
-def test_lazy_and_in_memory_reports_are_identical(tmp_path: Path, collection: str,
-                                                  gst: bool) -> None:
+@pytest.mark.parametrize(("collection", "gst"),
+                         [("layout", False), ("layout", True), ("tile", True)])
+def test_lazy_and_in_memory_reports_are_identical(tmp_path: Path, collection: str, gst: bool,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "ds"
     write_synthetic_dataset(root, programs=3, graphs_per_program=2, nodes=(30, 50),
                             configs=28, collection=collection, seed=3)
@@ -47,17 +56,24 @@ def test_lazy_and_in_memory_reports_are_identical(tmp_path: Path, collection: st
         train=TrainConfig(epochs=2, configs_per_graph=8, batch_graphs=2, seed=1, gst=gst,
                           finetune_epochs=1 if gst else 0),
         prepare=PrepareOptions(max_configs=20, seed=1, lazy_configs=False))
-    memory = run_baseline(root, base)
+    memory = run_baseline(root, base).to_json()
     assert not (root / CACHE_DIR).exists()
     lazy_opts = dataclasses.replace(base, prepare=dataclasses.replace(base.prepare,
                                                                       lazy_configs=True))
-    lazy = run_baseline(root, lazy_opts)
+    lazy = run_baseline(root, lazy_opts).to_json()
     assert len(list((root / CACHE_DIR).iterdir())) == 6      # one folder per graph
-    assert _strip(lazy.to_json()) == _strip(memory.to_json())
-    evaluations = memory.collections[collection].evaluations
-    assert evaluations and all(e.per_graph for e in evaluations.values())
-    again = run_baseline(root, lazy_opts)                     # from the cache as built
-    assert _strip(again.to_json()) == _strip(memory.to_json())
+    graphs = [p for p in (root / GRAPH_CACHE).iterdir()]
+    assert len(graphs) == 6                                   # structure of each graph
+    # one raw entry per graph, prepared once per evaluation (its own feature statistics)
+    assert all(len(list(g.iterdir())) == 1 for g in graphs)
+    preps = {len(list(e.glob("prep-*"))) for g in graphs for e in g.iterdir()}
+    assert preps == {len(memory["collections"][collection]["evaluations"])}
+    assert _strip(lazy) == _strip(memory)
+    evaluations = memory["collections"][collection]["evaluations"]
+    assert evaluations and all(e["per_graph"] for e in evaluations.values())
+    monkeypatch.setattr(loading, "load_raw", _no_npz)         # from the cache as built
+    again = run_baseline(root, lazy_opts).to_json()
+    assert _strip(again) == _strip(memory)
     assert validate_path(root).ok(strict=True)                # the cache is not data
 
 
@@ -126,3 +142,49 @@ def test_rows_of_an_array_and_a_file_agree(tmp_path: Path) -> None:
         doubled = view.with_transform(lambda x: x[:, :2] * 2, 2)
         assert doubled.shape == (3, 2)
         assert np.array_equal(doubled.read(), data[[19, 3, 7]][:, :2] * 2)
+
+
+def test_graph_store_holds_a_bounded_number_of_graphs(tmp_path: Path) -> None:
+    store = GraphStore(tmp_path, capacity=2)
+    folders = [store.folder(f"g{i}", "k") for i in range(3)]
+    for i, folder in enumerate(folders):
+        store.write(folder, {"feat": np.full((4, 3), i, np.float32),
+                             "edges": np.zeros((0, 2), np.int64)}, {"num_nodes": 4})
+    for folder in folders:
+        store.load(folder)
+    assert len(store) == 2 and store.loads == 3
+    store.load(folders[2])                                    # still open: no read
+    assert store.loads == 3
+    entry = store.load(folders[0])                            # evicted: read again
+    assert store.loads == 4 and len(store) == 2
+    assert np.array_equal(entry["feat"], np.zeros((4, 3), np.float32))
+    assert entry["edges"].shape == (0, 2)
+    newer = store.folder("g0", "k2")                          # a new key replaces the old
+    store.write(newer, {"feat": np.ones((1, 1), np.float32)}, {}, replace_older=True)
+    assert [p.name for p in newer.parent.iterdir()] == [newer.name]
+
+
+def test_graph_cache_follows_the_options(tmp_path: Path) -> None:
+    """--prune changes the stored structure: a new raw entry replaces the old one."""
+    root = tmp_path / "ds"
+    write_synthetic_dataset(root, programs=1, graphs_per_program=1, nodes=(40, 40),
+                            configs=8, collection="layout", seed=2)
+    opts = BaselineOptions(hidden=8, layers=1, holdout="configs",
+                           train=TrainConfig(epochs=1, configs_per_graph=4, batch_graphs=1))
+    first = run_baseline(root, opts).to_json()
+    pruned = dataclasses.replace(opts, prepare=PrepareOptions(prune=True))
+    second = run_baseline(root, pruned).to_json()
+    (graph,) = list((root / GRAPH_CACHE).iterdir())
+    assert len(list(graph.iterdir())) == 1                    # the unpruned entry is gone
+    rows = second["collections"]["layout"]["evaluations"]["within-graph"]["per_graph"]
+    assert rows[0]["nodes"] < first["collections"]["layout"]["evaluations"][
+        "within-graph"]["per_graph"][0]["nodes"]
+
+
+def test_damaged_graph_entry_is_a_clear_error(tmp_path: Path) -> None:
+    store = GraphStore(tmp_path)
+    folder = store.folder("g", "k")
+    store.write(folder, {"feat": np.zeros((100, 8), np.float32)}, {"num_nodes": 100})
+    (folder / "feat.npy").write_bytes((folder / "feat.npy").read_bytes()[:200])
+    with pytest.raises(DatasetError, match="damaged baseline graph cache entry"):
+        GraphStore(tmp_path).load(folder)

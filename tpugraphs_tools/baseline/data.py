@@ -149,6 +149,8 @@ class TpuGraphsTreeSource:
         self.root = Path(root)
         self.name = str(root)
         self._files: dict[str, Path] = {}
+        # one hash per file version and run (both baseline caches ask for it)
+        self._keys: dict[tuple[str, int, int], str] = {}
 
     def index(self) -> list[GraphInfo]:
         out = []
@@ -176,7 +178,12 @@ class TpuGraphsTreeSource:
         """sha256 of the npz file: the configs cache is rebuilt when the file changes."""
         from tpugraphs_tools.store import sha256_file
 
-        return sha256_file(self.npz_file(graph_id))
+        path = self.npz_file(graph_id)
+        st = path.stat()
+        memo = (graph_id, st.st_mtime_ns, st.st_size)
+        if memo not in self._keys:
+            self._keys[memo] = sha256_file(path)
+        return self._keys[memo]
 
     def num_copies(self, graph_id: str, count: int) -> np.ndarray | None:
         return None     # official trees do not record inserted copies

@@ -31,13 +31,13 @@ class EmbeddingTable:
         gid = g.info.graph_id
         if gid not in self._emb:
             cols = g.num_configs if g.info.spec.per_node_configs else 1
-            self._emb[gid] = np.zeros((len(g.segments), cols, self.dim), np.float32)
-            self._filled[gid] = np.zeros((len(g.segments), cols), bool)
+            self._emb[gid] = np.zeros((g.num_segments, cols, self.dim), np.float32)
+            self._filled[gid] = np.zeros((g.num_segments, cols), bool)
         return self._emb[gid], self._filled[gid]
 
     @staticmethod
     def _columns(g: PreparedGraph, seg: int, configs: np.ndarray) -> np.ndarray:
-        if not g.info.spec.per_node_configs or g.segments[seg].cfg_pos.size == 0:
+        if not g.info.spec.per_node_configs or g.segment_cfgs[seg] == 0:
             return np.zeros_like(configs)
         return configs
 
@@ -49,7 +49,7 @@ class EmbeddingTable:
         """``emb`` [Cn, D] for ``configs`` (Cn = len(configs) for layout, 1 for tile)."""
         table, filled = self._arrays(g)
         cols = self._columns(g, seg, configs)
-        if not g.info.spec.per_node_configs or g.segments[seg].cfg_pos.size == 0:
+        if not g.info.spec.per_node_configs or g.segment_cfgs[seg] == 0:
             table[seg, 0] = emb[0]
             filled[seg, 0] = True
         else:
@@ -77,7 +77,7 @@ def node_chunks(g: PreparedGraph, segs: list[int], max_nodes: int) -> list[list[
     cur: list[int] = []
     size = 0
     for s in segs:
-        ns = g.segments[s].nodes.size
+        ns = int(g.segment_nodes[s])
         if cur and size + ns > max_nodes:
             out.append(cur)
             cur, size = [], 0
@@ -92,7 +92,7 @@ def fill_missing(table: EmbeddingTable, items: list[Item], encode: Callable[[lis
                  max_nodes: int) -> None:
     """Compute and store every (other segment, config) of ``items`` the table lacks."""
     for it in items:
-        others = [s for s in range(len(it.graph.segments)) if s not in it.segments]
+        others = [s for s in range(it.graph.num_segments) if s not in it.segments]
         for chunk in node_chunks(it.graph, table.missing(it.graph, others, it.configs),
                                  max_nodes):
             embs = encode([Item(it.graph, tuple(chunk), it.configs)])
@@ -105,7 +105,7 @@ def stale_inputs(table: EmbeddingTable, items: list[Item], *, batch_graphs: int,
     """Historical embeddings of every non-sampled segment, dropped with prob 1 − keep_prob."""
     embs, slots = [], []
     for slot, it in enumerate(items):
-        for s in range(len(it.graph.segments)):
+        for s in range(it.graph.num_segments):
             if s in it.segments or rng.random() >= keep_prob:
                 continue
             embs.append(table.get(it.graph, s, it.configs, cn))
@@ -121,5 +121,5 @@ def stale_inputs(table: EmbeddingTable, items: list[Item], *, batch_graphs: int,
 
 
 def sample_segments(g: PreparedGraph, count: int, rng: np.random.Generator) -> tuple[int, ...]:
-    s = len(g.segments)
+    s = g.num_segments
     return tuple(sorted(rng.choice(s, size=min(count, s), replace=False).tolist()))

@@ -15,22 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tpugraphs_tools import __version__
-from tpugraphs_tools.baseline.configstore import ConfigCache
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource, open_source
 from tpugraphs_tools.baseline.holdout import DEFAULT_SHARE, MIN_CONFIGS, holdout_views
+from tpugraphs_tools.baseline.loading import Loader
 from tpugraphs_tools.baseline.metrics import graph_metrics, mean_metrics
 from tpugraphs_tools.baseline.model import ModelConfig
-from tpugraphs_tools.baseline.prepare import (
-    FeatureStats,
-    PreparedGraph,
-    PrepareOptions,
-    RawGraph,
-    finalize,
-    load_raw,
-)
+from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions, RawGraph
 from tpugraphs_tools.baseline.report import (
     BaselineReport,
     CollectionReport,
@@ -47,7 +38,6 @@ from tpugraphs_tools.baseline.trivial import trivial_metrics
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.errors import NothingToScore as NothingToScore
 from tpugraphs_tools.format import DEFAULT_RATIOS, collection_of
-from tpugraphs_tools.partition import dense_relabel, load_partition, partition_graph
 
 Progress = Callable[[str], None]
 EVAL_SPLITS = ("valid", "test")
@@ -73,52 +63,6 @@ class BaselineOptions:
         return dataclasses.asdict(self)
 
 
-def _segmentation(raw: RawGraph, source: GraphSource, opts: BaselineOptions) -> np.ndarray:
-    if opts.partition is not None:
-        if not isinstance(source, TgtSource):
-            raise DatasetError("--partition needs a tgt dataset (run `tgt partition` on it)")
-        seg = load_partition(source.dataset, raw.info.graph_id, opts.partition)[raw.kept_nodes]
-        return dense_relabel(seg.astype(np.int64), int(seg.max()) + 1 if seg.size else 1)
-    return partition_graph(raw.edges, raw.num_nodes, method=opts.segment_method,
-                           max_segment_nodes=opts.segment_nodes).node_segment
-
-
-def load_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOptions,
-                    progress: Progress | None = None) -> tuple[list[RawGraph], list[str]]:
-    """Raw graphs with configs (one at a time from the source), and notes on the rest."""
-    notes: list[str] = []
-    raws: list[RawGraph] = []
-    cache = ConfigCache(source.cache_root()) if opts.prepare.lazy_configs else None
-    for i, info in enumerate(infos):
-        if progress:
-            progress(f"loading {info.graph_id} ({i + 1}/{len(infos)})")
-        if cache is None:
-            raw = load_raw(source.load(info), opts.prepare)
-        else:   # structure now, per-config arrays on demand from the repacked cache
-            raw = load_raw(source.load(info, with_configs=False), opts.prepare,
-                           cache.open(source, info.graph_id, info.kind))
-        if raw is None:
-            notes.append(f"{info.graph_id}: no measured configs, skipped")
-            continue
-        notes.extend(f"{info.graph_id}: {w}" for w in raw.warnings)
-        raws.append(raw)
-    return raws, notes
-
-
-def prepare(raws: list[RawGraph], fit_on: list[RawGraph], source: GraphSource,
-            opts: BaselineOptions, segments: dict[str, np.ndarray]) -> list[PreparedGraph]:
-    """Normalise with statistics of ``fit_on`` only; GST segments computed once per graph."""
-    stats = FeatureStats.fit(fit_on, opts.prepare.pad_minus_one)
-    out = []
-    for raw in raws:
-        seg = None
-        if opts.train.gst:
-            gid = raw.info.graph_id
-            if gid not in segments:
-                segments[gid] = _segmentation(raw, source, opts)
-            seg = segments[gid]
-        out.append(finalize(raw, stats, seg))
-    return out
 
 
 def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
@@ -175,13 +119,13 @@ def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
     stats = TrainStats(seconds=train_seconds, loss=history.loss,
                        epoch_seconds=history.epoch_seconds,
                        finetune_loss=history.finetune_loss, compiles=history.compiles,
-                       segments=int(sum(len(g.segments) for g in train)),
+                       segments=int(sum(g.num_segments for g in train)),
                        embedding_table_bytes=trainer.table.nbytes)
     return stats, summary, per_graph
 
 
-def by_program(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
-               segments: dict[str, np.ndarray], progress: Progress | None, split_method: str
+def by_program(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
+               progress: Progress | None, split_method: str
                ) -> tuple[Evaluation | None, str | None]:
     """Train on the train programs, score the valid/test programs; or why it cannot run."""
     train = [r for r in raws if r.info.split == "train"]
@@ -193,7 +137,7 @@ def by_program(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
         missing = "train" if not train else "valid or test"
         return None, (f"by-program split skipped: no {missing} program among {count} "
                       f"program(s) with configs (3 or more programs give each split one)")
-    graphs = prepare(train + held, train, source, opts, segments)
+    graphs = loader.prepare(train + held, train)
     stats, results, per_graph = train_and_score(graphs[:len(train)], graphs[len(train):], opts,
                                                 progress, "by-program")
     counts = {s: sum(r.info.split == s for r in raws) for s in ("train", "valid", "test")}
@@ -202,14 +146,14 @@ def by_program(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
                       per_graph, copies_note(kind, per_graph)), None
 
 
-def within_graph(raws: list[RawGraph], source: GraphSource, opts: BaselineOptions,
-                 segments: dict[str, np.ndarray], progress: Progress | None
+def within_graph(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
+                 progress: Progress | None
                  ) -> tuple[Evaluation | None, list[str]]:
     """Train on a seeded share of every graph's configs, rank the rest of each graph."""
     train, test, notes = holdout_views(raws, opts.train.seed, opts.holdout_share)
     if not train:
         return None, notes
-    graphs = prepare(train + test, train, source, opts, segments)
+    graphs = loader.prepare(train + test, train)
     stats, results, per_graph = train_and_score(graphs[:len(train)], graphs[len(train):], opts,
                                                 progress, "within-graph")
     programs = sorted({r.info.program for r in train})
@@ -235,24 +179,24 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
     """Every evaluation this collection allows: by program (≥ 2 splits with programs) and
     within each graph (held-out configs); NothingToScore when neither ranks anything."""
     infos, split_method, conflicts = split_graph_infos(infos, opts.train.seed)
-    raws, notes = load_collection(source, infos, opts, progress)
+    loader = Loader(source, opts)
+    raws, notes = loader.load(infos, progress)
     notes = conflicts + notes
     name = infos[0].collection if infos else "?"
     if not raws:
         raise NothingToScore(f"{source.name}: collection {name!r} has no graph with measured "
                              f"configs; {_what_to_collect(source)}")
-    segments: dict[str, np.ndarray] = {}
     evaluations: dict[str, Evaluation] = {}
     if opts.holdout not in HOLDOUTS:
         raise DatasetError(f"holdout {opts.holdout!r}: expected one of {', '.join(HOLDOUTS)}")
     if opts.holdout in ("auto", "programs"):
-        program_eval, skipped = by_program(raws, source, opts, segments, progress, split_method)
+        program_eval, skipped = by_program(raws, loader, opts, progress, split_method)
         if program_eval is not None:
             evaluations["by-program"] = program_eval
         else:
             notes.append(str(skipped))
     if opts.holdout in ("auto", "configs"):
-        graph_eval, graph_notes = within_graph(raws, source, opts, segments, progress)
+        graph_eval, graph_notes = within_graph(raws, loader, opts, progress)
         notes.extend(graph_notes)
         if graph_eval is not None:
             evaluations["within-graph"] = graph_eval

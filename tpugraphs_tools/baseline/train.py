@@ -147,7 +147,7 @@ class Trainer:
             stale = gst.stale_inputs(self.table, items, batch_graphs=cfg.batch_graphs,
                                      cn=self.cn, keep_prob=cfg.keep_prob, rng=self.rng)
         else:
-            items = [Item(g, tuple(range(len(g.segments))), self._sample_configs(g))
+            items = [Item(g, tuple(range(g.num_segments)), self._sample_configs(g))
                      for g in graphs]
             stale = self.no_stale()
         batch = pack(items, batch_graphs=cfg.batch_graphs, configs=cfg.configs_per_graph)
@@ -187,7 +187,7 @@ class Trainer:
         losses = []
         for i in range(0, len(train), self.cfg.batch_graphs):
             chunk = train[i:i + self.cfg.batch_graphs]
-            items = [Item(g, tuple(range(len(g.segments))), self._sample_configs(g))
+            items = [Item(g, tuple(range(g.num_segments)), self._sample_configs(g))
                      for g in chunk]
             emb, graph_cfg, target, valid = self._graph_inputs(items)
             self.params, self.head_opt_state, value = self.fns.head_step(
@@ -198,7 +198,7 @@ class Trainer:
     def _graph_embedding(self, g: PreparedGraph, configs: np.ndarray) -> np.ndarray:
         """[Cn, D]: mean of all fresh segment embeddings (chunked by node budget)."""
         embs = []
-        for chunk in gst.node_chunks(g, list(range(len(g.segments))), self.cfg.forward_nodes):
+        for chunk in gst.node_chunks(g, list(range(g.num_segments)), self.cfg.forward_nodes):
             embs.extend(self.encode_items([Item(g, tuple(chunk), configs)]))
         return np.mean(np.stack(embs), axis=0)
 

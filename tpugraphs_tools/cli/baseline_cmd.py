@@ -39,8 +39,9 @@ _COLUMNS = {
 @click.option("--max-configs", type=click.IntRange(min=2), default=1000, show_default=True,
               help="Seeded subsample of configs per graph beyond this.")
 @click.option("--lazy-configs/--in-memory-configs", default=True, show_default=True,
-              help="Read each graph's config features on demand from a repacked cache "
-                   "(DATA/.tgt-cache/) or hold them all in memory.")
+              help="Read graph structure and config features per batch from a cache "
+                   "(DATA/.tgt-cache/; a few graphs open at a time) or hold them all in "
+                   "memory.")
 @click.option("--gst/--full-graph", default=False, show_default=True,
               help="Graph Segment Training or whole graphs per step.")
 @click.option("--segment-method", type=click.Choice(["metis", "contiguous"]), default="metis",
