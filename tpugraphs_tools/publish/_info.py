@@ -37,6 +37,8 @@ TIMING_TILE = ("Tile label: `config_runtime` = the config's minimum and "
                "`config_runtime_normalizers` = the default's minimum in the same window.")
 TIMING_IMPORTED = ("Runtimes of graphs imported from an official TpuGraphs tree are the "
                    "published `config_runtime` values, unchanged.")
+# the label note of each collected kind, in this order
+_TIMING_BY_KIND = {Kind.LAYOUT: TIMING_LAYOUT, Kind.TILE: TIMING_TILE}
 
 
 @dataclass
@@ -127,8 +129,7 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
     measured = graphs.filter(pl.col("source") != "tpugraphs") if graphs.height else graphs
     collected = set(measured["collection"].to_list()) if measured.height else set()
     timing = [TIMING_COMMON] if collected else []
-    timing += [TIMING_LAYOUT] if Kind.LAYOUT in collected else []
-    timing += [TIMING_TILE] if Kind.TILE in collected else []
+    timing += [text for kind, text in _TIMING_BY_KIND.items() if kind in collected]
     if "tpugraphs" in sources:
         timing.append(TIMING_IMPORTED)
     return Provenance(
