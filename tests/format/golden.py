@@ -1,7 +1,8 @@
 """Byte-level fingerprint of ``tgt export`` and ``tgt publish`` on the publish tests' dataset.
 
-Run as a script to (re)write ``data/export_golden.json``; the test compares a fresh export with
-it, which proves a refactor left every written byte as it was. npz files are zips whose entries
+Run as a script to (re)write ``data/export_golden-<jax version>.json`` (one per jax: the
+lowering, and so every graph byte, depends on it; CI's two venvs each have theirs); the test
+compares a fresh export with it, which proves a refactor left every written byte as it was. npz files are zips whose entries
 carry the write time, so an npz is fingerprinted by its members (name and sha256 of each
 ``.npy`` payload, in order); every other file by its bytes. ``tgt publish`` stamps today's date
 into the card and croissant.json and their checksums, so those three are recorded with the date
@@ -21,7 +22,11 @@ from typing import Any
 
 from click.testing import CliRunner
 
-GOLDEN = Path(__file__).parent / "data" / "export_golden.json"
+GOLDEN_DIR = Path(__file__).parent / "data"
+
+
+def golden_path(version: str) -> Path:
+    return GOLDEN_DIR / f"export_golden-{version}.json"
 _CONFTEST = Path(__file__).resolve().parents[1] / "publish" / "conftest.py"
 _DATED = ("README.md", "croissant.json", "SHA256SUMS")
 
@@ -106,6 +111,7 @@ if __name__ == "__main__":
 
     with tempfile.TemporaryDirectory() as tmp:
         result = {"jax": jax_version(), **exports(Path(tmp))}
-    GOLDEN.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {GOLDEN}: " + ", ".join(f"{k} {len(v)} files" for k, v in result.items() if k != "jax"),
+    path = golden_path(result["jax"])
+    path.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {path}: " + ", ".join(f"{k} {len(v)} files" for k, v in result.items() if k != "jax"),
           file=sys.stderr)
