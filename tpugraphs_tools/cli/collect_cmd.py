@@ -49,10 +49,10 @@ from tpugraphs_tools.format import KINDS
               help="Tile collection and --timing fixed: timed rounds per config.")
 @click.option("--timing", "timing", type=click.Choice(["paired", "fixed"]),
               default="paired", show_default=True,
-              help="Layout labels. paired: samples of k runs next to default samples, ratio "
+              help="Layout labels. paired: rounds time the default and each config once, ratio "
                    "CIs, rounds added until sure, an A/A control per batch; fixed: the old "
                    "engine (--repeats rounds, shared default minimum), for comparisons.")
-@click.option("--min-sample-ms", default=5.0, show_default=True,
+@click.option("--min-sample-ms", default=1.0, show_default=True,
               type=click.FloatRange(min=0.0),
               help="Each timed sample repeats the program until it lasts this long.")
 @click.option("--target-precision", default=0.01, show_default=True,
@@ -60,22 +60,23 @@ from tpugraphs_tools.format import KINDS
               help="Stop timing a config once its 95%% CI half-width is within this "
                    "fraction of its ratio (or its CI separates it from the default and its "
                    "rank neighbours).")
-@click.option("--max-rounds", default=100, show_default=True, type=click.IntRange(min=3),
+@click.option("--max-rounds", default=1000, show_default=True, type=click.IntRange(min=3),
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,
               type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")
-@click.option("--copies", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Loaded copies of each config (twice as many of the default), rotated "
-                   "over rounds: "
-                   "identical programs loaded twice differ by ~1%% (code/buffer placement), "
-                   "and the copies' spread enters every CI.")
+@click.option("--copies", default=8, show_default=True, type=click.IntRange(min=1),
+              help="Loaded copies of the default and of each config, rotated over rounds: "
+                   "identical programs loaded twice run at slightly different speeds "
+                   "(code/buffer placement), and the copies' spread enters every CI.")
 @click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--timeout", "timeout", default=120.0, show_default=True,
               help="Seconds per config (compile, or run) before the worker is killed.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
               help="Compile worker processes running ahead of the measurement worker.")
-@click.option("--timing-batch", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Configs timed together against one default run per round.")
+@click.option("--timing-batch", default=16, show_default=True, type=click.IntRange(min=1),
+              help="Configs loaded and timed together in one window (paired: a graph with "
+                   "at most this many configs is ranked within one window; more configs make "
+                   "several windows, re-timed across each other).")
 @click.option("--isolation", type=click.Choice(["auto", "pin", "pause", "none"]),
               default="auto", show_default=True,
               help="Keep compilation off the timed runs: pin = measurement on the first CPU, "

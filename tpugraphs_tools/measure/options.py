@@ -42,7 +42,7 @@ class MeasureOptions:
         target_precision: a config stops once its 95% CI half-width is this fraction of it.
         max_rounds: cap on paired rounds per config.
         max_seconds_per_config: cap on timed seconds per config.
-        copies: loaded copies per config (twice as many of the default), rotated over rounds.
+        copies: loaded copies of the default and of each config, rotated over rounds.
         max_kernels: tile collection: at most this many distinct kernels per program.
         backend: jax backend that compiles and times (None: jax's default); the request's.
         rtol: numerics tolerance × max |default output| (None: fits the module's precision).
@@ -56,14 +56,14 @@ class MeasureOptions:
     repeats: int = 10
     timeout: float = 120.0
     workers: int = 1
-    timing_batch: int = 4
+    timing_batch: int = 16
     isolation: str = "auto"
     timing: str = "paired"
-    min_sample_ms: float = 5.0
+    min_sample_ms: float = 1.0
     target_precision: float = 0.01
-    max_rounds: int = 100
+    max_rounds: int = 1000
     max_seconds_per_config: float = 10.0
-    copies: int = 4
+    copies: int = 8
     max_kernels: int | None = None
     backend: str | None = None
     rtol: float | None = None

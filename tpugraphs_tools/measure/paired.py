@@ -1,14 +1,17 @@
-"""Paired timing: every config's sample sits next to default samples, labels are ratios with CIs.
+"""Paired timing: every round times the default and each config once, labels are ratios with CIs.
 
 A shared minimum of the default per batch moves every config of the batch together when that
 one minimum is noisy (relative runtimes of 0.75–1.19 were seen timing the default against
-copies of itself). Here each round runs ``D c1 c2 D c3 c4 D ...`` (order rotated and reversed
-every round): every config sample is paired with one adjacent default sample, and the label
-is built from the per-round log-ratios: their 20%-trimmed mean with Yuen's t confidence interval
-(robust to the occasional preempted sample; exact for symmetric noise, which pairing one config
-sample with one default sample gives an A/A comparison). Rounds are added until every
-config's CI is tight (``target_precision``) or already separates it from the default and its
-rank neighbours, or a cap is hit; the reason is recorded (docs/layout-collection.md).
+copies of itself). Here every round is a block: the default, each active config and the A/A
+control are each sampled once, in a fresh random order, and a config's round value is its
+log-ratio to that round's default sample. The label is the 20%-trimmed mean of those values
+with Yuen's t confidence interval (robust to the occasional preempted sample), plus the
+spread between loaded copies. The default is sampled exactly like a config (same number of
+copies, same share of positions), so an A/A control is a fair test of every CI: an earlier
+design that sampled the default between every two configs made the control look 0.7–1.5%
+faster than the default (docs/timing.md). Rounds are added until every config's CI is tight
+(``target_precision``) or already separates it from the default and its rank neighbours, or a
+cap is hit; the reason is recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import numpy as np
 from scipy import stats
 
 TRIM = 0.2
-BLOCK = 2  # config samples between two default samples
 
 # Why a config stopped being timed (configs.parquet ``stop_reason``).
 PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
@@ -37,7 +39,7 @@ class StopRule:
 
     target_precision: float = 0.01     # CI half-width relative to the ratio
     min_rounds: int = 8                # no CI is trusted before this many rounds
-    max_rounds: int = 100
+    max_rounds: int = 1000
     max_seconds_per_config: float = 10.0
     confidence: float = 0.95
     # Stopping is looked at only every ×1.5 rounds, and separation needs this stricter CI:
@@ -46,10 +48,11 @@ class StopRule:
     separation_confidence: float = 0.995
     look_growth: float = 1.5
     # Identical programs loaded twice run at persistently different speeds (code and buffer
-    # placement: ~1% SD measured on resnet18 A/A copies), so every config and the default are
-    # loaded ``copies`` times and rounds rotate through the copies; the spread between copies
-    # enters every CI, and rounds stop once it dominates ("placement_floor").
-    copies: int = 4
+    # placement: ~0.4% between 4-copy means on resnet18 A/A copies), so the default and every
+    # config are loaded ``copies`` times and round r times copy r mod ``copies`` of each; the
+    # spread between copies enters every CI, and rounds stop once it dominates
+    # ("placement_floor").
+    copies: int = 8
     floor_share: float = 0.25
 
     def is_look(self, rounds: int) -> bool:
@@ -150,17 +153,20 @@ class PairedBatch:
     seconds: list[float] = field(default_factory=list)   # timed seconds charged per config
     stop_reason: list[str | None] = field(default_factory=list)
     rounds: int = 0
-    placement_var: float = 0.0   # pooled between-copy variance used by the CIs
-    default_copies: int = 1
+    placement_var: float = 0.0   # pooled variance between copy pairs' mean log-ratios
 
     def spread(self, i: int) -> tuple[float, float] | None:
         return copy_spread(self.log_ratios[i], self.copy_of[i])
 
     def parts(self, i: int) -> tuple[float, float, float, int]:
-        """(center, round se², placement variance of the estimate, df) of config ``i``."""
+        """(center, round se², placement variance of the estimate, df) of config ``i``.
+
+        Round r pairs copy r mod n of the config with copy r mod n of the default, so the
+        spread between copy-pair means holds both sides' placement; averaging over the copies
+        used divides it by their number."""
         center, se, df = trimmed_stats(self.log_ratios[i])
         copies = len(set(self.copy_of[i])) or 1
-        return center, se ** 2, self.placement_var * (1 / copies + 1 / self.default_copies), df
+        return center, se ** 2, self.placement_var / copies, df
 
     def ratio(self, i: int, confidence: float = 0.95) -> Ratio:
         center, se2, place, df = self.parts(i)
@@ -192,60 +198,44 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                 rule: StopRule, context: Sequence[tuple[float, float]] = (),
                 control: Sequence[int] = (), adaptive: bool = True,
                 placement: Placement | None = None) -> PairedBatch:
-    """Time ``count`` configs against the default in paired rounds until ``rule`` stops them.
+    """Time ``count`` configs against the default in rounds until ``rule`` stops them.
 
-    ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``,
-    ``2 × rule.copies`` copies: it is sampled most) or of config ``i`` (``rule.copies``) and
-    returns (ns per run, seconds the sample took).
-    Config copies rotate by round; default copies follow a fixed pseudo-random sequence, so no
-    config is always paired with the same default copy. ``context`` holds the CIs of this
-    graph's configs finished earlier (rank neighbours); ``control`` indices (A/A copies of the
-    default) are timed every round while any other config is active and never stop a batch
-    early. ``placement`` pools the between-copy spread across the batches of a graph (it is
-    updated here). Without ``adaptive`` every config runs ``max_rounds``.
+    ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``)
+    or of config ``i`` and returns (ns per run, seconds the sample took); every program has
+    ``rule.copies`` copies and round r uses copy r mod ``rule.copies`` of each. A round samples
+    the default and every active config once, in a random order (seeded, so a batch is
+    reproducible given its timings). ``context`` holds the CIs of this graph's configs
+    finished earlier (rank neighbours); ``control`` indices (A/A copies of the default, configs
+    re-timed from earlier batches) are timed every round while any other config is active and
+    never stop a batch early. ``placement`` pools the between-copy spread across the batches
+    of a graph (it is updated here). Without ``adaptive`` every config runs ``max_rounds``.
     """
     placement = placement if placement is not None else Placement()
     batch = PairedBatch(config_ns=[[] for _ in range(count)],
                         log_ratios=[[] for _ in range(count)],
                         copy_of=[[] for _ in range(count)], seconds=[0.0] * count,
-                        stop_reason=[None] * count, default_copies=2 * max(1, rule.copies))
+                        stop_reason=[None] * count)
     copies = max(1, rule.copies)
-    pick = random.Random(count * 1009 + len(context))
+    shuffle = random.Random(count * 1009 + len(context))
     controls = set(control)
     active = list(range(count))
     # Controls wait for the configs; in a control-only batch they are the configs.
     waiting = set() if controls >= set(active) else controls
 
-    def default() -> tuple[float, float]:
-        ns, secs = sample(-1, pick.randrange(batch.default_copies))
-        batch.default_ns.append(ns)
-        return ns, secs
-
     while active and any(i not in waiting for i in active):
         r = batch.rounds
-        order = active[r % len(active):] + active[:r % len(active)]
-        if r % 2:
-            order.reverse()
-        before, before_s = default()
-        for start in range(0, len(order), BLOCK):
-            block = order[start:start + BLOCK]
-            timed = [(i, *sample(i, r % copies)) for i in block]
-            after, after_s = default()
-            share = (before_s + after_s) / 2 / len(block)
-            for pos, (i, c_ns, c_s) in enumerate(timed):
-                # Each config sample against ONE adjacent default sample (the first of a
-                # block against the one before, the second against the one after; a lone
-                # config alternates): config and default noise then have the same
-                # distribution, so an A/A log-ratio is symmetric about 0 and its trimmed mean
-                # unbiased even for skewed (preemption) noise. Averaging two defaults would
-                # make the default side less skewed and bias every ratio below 1.
-                first = pos == 0 and (len(timed) > 1 or r % 2 == 0)
-                ref = before if first else after
-                batch.config_ns[i].append(c_ns)
-                batch.log_ratios[i].append(math.log(c_ns) - math.log(ref))
-                batch.copy_of[i].append(r % copies)
-                batch.seconds[i] += c_s + share
-            before, before_s = after, after_s
+        copy = r % copies
+        order = [-1, *active]
+        shuffle.shuffle(order)
+        timed = {i: sample(i, copy) for i in order}
+        default_ns, default_s = timed.pop(-1)
+        batch.default_ns.append(default_ns)
+        share = default_s / len(timed)  # the default's sample is paid for by the round
+        for i, (ns, secs) in timed.items():
+            batch.config_ns[i].append(ns)
+            batch.log_ratios[i].append(math.log(ns) - math.log(default_ns))
+            batch.copy_of[i].append(copy)
+            batch.seconds[i] += secs + share
         batch.rounds += 1
         current = [x for x in (batch.spread(i) for i in range(count)) if x is not None]
         batch.placement_var = placement.variance(current)

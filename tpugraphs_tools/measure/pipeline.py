@@ -54,7 +54,7 @@ class PipelineOptions:
     """How the workers are driven (derived from MeasureOptions in measure/options.py)."""
 
     compile_workers: int = 1
-    timing_batch: int = 4     # configs timed together against one default per round
+    timing_batch: int = 16    # configs timed together against one default per round
     timeout_s: float = 120.0
     isolation: str = "auto"   # auto | pin | pause | none (processes.resolve_isolation)
     lookahead: int = 8

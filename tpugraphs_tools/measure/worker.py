@@ -45,7 +45,7 @@ class SessionSpec:
     # A/A control per batch (measure/paired.py); "fixed": ``repeats`` rotating rounds of single
     # runs against a solo-timed default (the tile collection, and the old layout engine).
     engine: str = "fixed"
-    min_sample_ms: float = 5.0
+    min_sample_ms: float = 1.0
     stop: StopRule = field(default_factory=StopRule)
     adaptive: bool = True
 

@@ -149,6 +149,22 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
         result.runs_per_sample, result.timed_seconds = k, batch.seconds[i]
 
 
+def load_copies(default_blob: bytes, blobs: list[bytes], loaded: list[list[Any]], copies: int,
+                device: Any) -> list[Any]:
+    """Load ``copies`` copies of the default and of every timed program, interleaved (copy 1
+    of each, then copy 2 of each...), so no program's copies all come from one moment of the
+    process's memory layout; ``loaded[i]`` (the executable the numerics check ran) is
+    replaced. Returns the default's copies."""
+    defaults: list[Any] = []
+    for lst in loaded:
+        lst.clear()
+    for _ in range(max(1, copies)):
+        defaults.append(X.deserialize_executable(default_blob, device))
+        for blob, lst in zip(blobs, loaded, strict=True):
+            lst.append(X.deserialize_executable(blob, device))
+    return defaults
+
+
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     """Hold the inputs and the default config; check and time batches of executables."""
     die_with_parent()
@@ -161,7 +177,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     from tpugraphs_tools.measure.paired import Placement, calibrate
     from tpugraphs_tools.measure.timing import time_alone, time_batch
 
-    control: list[Any] = []
+    base_blob = b""
     runs_per_sample = None
     crash_runs = {i for i, fault in _test_faults().items() if fault == "crash_run"}
     placement = Placement()
@@ -178,16 +194,12 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         ready = DefaultInfo(base_compile, realized, key)
         if spec.engine == "paired":
             # No solo timing here (compile workers are starting up): the sample size k is
-            # calibrated in the first batch's quiet window. The timed default and the A/A
-            # control are independently loaded copies of the default that take the configs'
-            # path (serialized, deserialized), so no label carries a load-path difference.
+            # calibrated in the first batch's quiet window. The default's timed copies and the
+            # A/A control are loaded per batch, interleaved with the configs' copies, from the
+            # same serialized form: no label carries a load-path or load-order difference.
             first = jax.devices(spec.backend)[0]
-            blob = X.serialize_executable(base, first)
-            bases = [X.deserialize_executable(blob, first)
-                     for _ in range(2 * max(1, spec.stop.copies))]
-            control = [X.deserialize_executable(blob, first)
-                       for _ in range(max(1, spec.stop.copies))]
-            base = bases[0]
+            base_blob = X.serialize_executable(base, first)
+            bases: list[Any] = []
         else:
             bases = [base]
             ready.timing = time_alone(lambda: C.run(base, inputs), spec.warmup, spec.repeats)
@@ -218,6 +230,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         pause = message.pause
         results: list[ConfigResult] = []
         timed: list[tuple[ConfigResult, list[Any]]] = []
+        blobs: list[bytes] = []
         batch_start = time.perf_counter()
         for item in message.items:
             result = ConfigResult.of(item, OK)
@@ -236,22 +249,21 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                 result.error = (f"max abs error {error:.3g} vs default (tolerance "
                                 f"{tolerance:.3g})")
                 continue
-            exes = [exe]
-            if spec.engine == "paired":  # more loaded copies: placement effects average out
-                exes += [X.deserialize_executable(item.executable, device)
-                         for _ in range(spec.stop.copies - 1)]
-            timed.append((result, exes))
+            timed.append((result, [exe]))
+            blobs.append(item.executable)
         paused = 0.0
         if spec.engine == "paired":
-            timed.append((ConfigResult(None, CONTROL), control))
+            timed.append((ConfigResult(None, CONTROL), []))
+            blobs.append(base_blob)
             results.append(timed[-1][0])
+            bases = load_copies(base_blob, blobs, [exes for _, exes in timed],
+                                spec.stop.copies, device)
         if timed:
             copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
             defaults = [lambda e=e: C.run(e, inputs) for e in bases]
             runs = [c[0] for c in copies]
-            # The numerics check above already ran each config once: it is the first warm-up.
-            # Further loaded copies run once here (their first run is cold).
-            for fn in [f for c in copies for f in c[1:]]:
+            # Every loaded copy runs once here (its first run is cold).
+            for fn in [*defaults, *(f for c in copies for f in c)]:
                 fn()
             for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
                 for fn in [*defaults, *runs]:
