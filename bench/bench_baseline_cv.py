@@ -11,6 +11,7 @@ on many held-out graphs.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 from tpugraphs_tools.baseline import BaselineOptions, PrepareOptions, TrainConfig, run_baseline
 
 METHODS = ("model", "random", "fewer-copies")
-METRICS = ("kendall_tau", "opa", "slowdown@5")
+METRICS = ("kendall_tau", "kendall_tau_sure", "opa", "slowdown@5")
 
 
 def main() -> int:
@@ -43,13 +44,16 @@ def main() -> int:
     lines = [f"{len(seeds)} seeds ({args.seeds}), each a different by-program split; "
              f"{len(pooled)} held-out graphs pooled over {len({g['graph_id'] for g in pooled})} "
              f"distinct graphs; model `sage`, hidden 64, 3 layers, ListMLE, {args.epochs} "
-             "epochs, full-graph. Mean over held-out graphs:", "",
+             "epochs, full-graph. Mean over held-out graphs; `kendall_tau_sure` is τ over the "
+             "config pairs whose label 95% CIs are disjoint (docs/baseline.md), over the "
+             "graphs that have such pairs:", "",
              "| method | " + " | ".join(METRICS) + " | graphs where τ > random's |",
              "|---|" + "---:|" * (len(METRICS) + 1)]
     for method in METHODS:
         cells = []
         for metric in METRICS:
-            values = [g[method][metric] for g in pooled if g[method].get(metric) is not None]
+            values = [g[method][metric] for g in pooled
+                      if g[method].get(metric) is not None and not math.isnan(g[method][metric])]
             cells.append(f"{statistics.fmean(values):.3f}" if values else "-")
         wins = sum(1 for g in pooled if g[method]["kendall_tau"] > g["random"]["kendall_tau"])
         cells.append("-" if method == "random" else f"{wins}/{len(pooled)}")

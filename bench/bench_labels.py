@@ -32,7 +32,8 @@ PROGRAMS = {  # name -> (zoo program, program args, configs)
     "transformer": ("transformer", {"preset": "small", "batch": 1}, 8),
     "mlp_mixer": ("mlp_mixer", {"preset": "tiny", "batch": 1}, 10),
 }
-MODES = ("paired", "paired", "fixed", "fixed", "paired_all")
+MODES = ("paired", "paired", "fixed", "fixed", "paired_all", "paired", "paired")
+OLD_TIMING_BATCH = 4  # the fixed engine as it shipped before the paired engine
 
 
 def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -> dict:
@@ -42,9 +43,8 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -
     from tpugraphs_tools.programs import ProgramArgs
     from tpugraphs_tools.store import Dataset
 
-    layout = MeasureOptions(configs=configs, seed=seed,
-                            timing="fixed" if mode == "fixed" else "paired",
-                            adaptive=mode != "paired_all")
+    old = {"timing": "fixed", "timing_batch": OLD_TIMING_BATCH} if mode == "fixed" else {}
+    layout = MeasureOptions(configs=configs, seed=seed, adaptive=mode != "paired_all", **old)
     with TemporaryDirectory(prefix="tgt-labels-") as out:
         item = CollectItem(program=program, program_args=ProgramArgs(**args), options=layout)
         start = time.perf_counter()
@@ -113,16 +113,22 @@ def _pct(x: float) -> str:
 
 
 def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
+    from tpugraphs_tools.measure.options import MeasureOptions
+
+    d = MeasureOptions()
     lines = [
-        "Per program: the paired engine twice (run 1 claims the pairs whose 95% CIs are "
-        "disjoint, the default counting as ratio 1 with no uncertainty; run 2 says whether "
-        "each claimed order held), the paired engine once more without adaptive stopping "
-        "(every config to `--max-rounds`), and the old fixed engine (10 rounds, shared default "
-        "minimum, its claim rule |Δ| > 2×CV) twice. Defaults otherwise: `--min-sample-ms 5 "
-        "--target-precision 0.01 --max-rounds 100 --max-seconds-per-config 10`, timing batch "
-        "4, 1 compile worker, isolation `pause`, strategy `default`, seed "
-        f"{args.seed}. Load = 1-min load average when the run ended (2 cores shared with "
-        "other agents' jobs).", "",
+        "Per program, collections one after the other: the paired engine (runs 1 and 2: run 1 "
+        "claims the pairs whose 95% CIs are disjoint, the default counting as ratio 1 with no "
+        "uncertainty, run 2 says whether each claimed order held; runs 3 and 4 add A/A "
+        "controls), the paired engine once without adaptive stopping (every config to "
+        "`--max-rounds` or `--max-seconds-per-config`, no early stop), and the old fixed "
+        f"engine (10 rounds, shared default minimum, timing batch {OLD_TIMING_BATCH}, its claim rule |Δ| > 2×CV) "
+        f"twice. Paired defaults: `--min-sample-ms {d.min_sample_ms:g} --target-precision "
+        f"{d.target_precision:g} --max-rounds {d.max_rounds} --max-seconds-per-config "
+        f"{d.max_seconds_per_config:g} --copies {d.copies} --timing-batch {d.timing_batch}`, "
+        "1 compile worker, isolation `pause`, strategy `default`, seed "
+        f"{args.seed}. τ all configs: Kendall τ of runs 1 and 2 over every config. Load = "
+        "1-min load average when the run ended.", "",
         "| program (configs) | engine | claimed pairs (run 1) | claimed order kept (run 2) | "
         "τ all configs | median CI ± | A/A control holds 1.0 | wall s (runs) | load |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -176,6 +182,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--save", default="bench/out/labels")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--first-run", type=int, default=0,
+                        help="number of the first saved run (add runs to an earlier --save)")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     save = Path(args.save)
@@ -184,7 +192,7 @@ def main() -> int:
     if not args.report_only:
         for name in names:
             program, pargs, configs = PROGRAMS[name]
-            for n, mode in enumerate(args.modes.split(",")):
+            for n, mode in enumerate(args.modes.split(","), start=args.first_run):
                 run = collect_once(program, pargs, configs, mode, args.seed)
                 (save / f"{name}.{n}.{mode}.json").write_text(json.dumps(run))
                 print(f"{name} {mode}: {run['wall_s']:.1f} s, load {run['load']:.1f}",

@@ -32,6 +32,19 @@ def test_tgt_source_with_and_without_copies(tmp_path: Path) -> None:
     assert src_b.load(src_b.index()[0]).num_copies is None
 
 
+def test_tgt_source_reads_label_cis_as_factors_of_the_label(tmp_path: Path) -> None:
+    write_synthetic_dataset(tmp_path / "a", programs=1, graphs_per_program=1, configs=5,
+                            label_ci=0.01)
+    src = TgtSource(tmp_path / "a")
+    rec = src.load(src.index()[0])
+    assert rec.label_ci is not None and rec.label_ci.shape == (5, 2)
+    assert np.allclose(rec.label_ci[0], [1.0, 1.0])            # the default: exact
+    assert np.allclose(rec.label_ci[1:], [0.99, 1.01])
+    write_synthetic_dataset(tmp_path / "b", programs=1, graphs_per_program=1, configs=5)
+    src_b = TgtSource(tmp_path / "b")
+    assert src_b.load(src_b.index()[0]).label_ci is None
+
+
 def _save(path: Path, arrays: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, **arrays)

@@ -50,7 +50,7 @@ def test_lazy_and_in_memory_reports_are_identical(tmp_path: Path, collection: st
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "ds"
     write_synthetic_dataset(root, programs=3, graphs_per_program=2, nodes=(30, 50),
-                            configs=28, collection=collection, seed=3)
+                            configs=28, collection=collection, seed=3, label_ci=0.01)
     base = BaselineOptions(
         hidden=8, layers=1, segment_method="contiguous", segment_nodes=16,
         train=TrainConfig(epochs=2, configs_per_graph=8, batch_graphs=2, seed=1, gst=gst,
@@ -71,6 +71,11 @@ def test_lazy_and_in_memory_reports_are_identical(tmp_path: Path, collection: st
     assert _strip(lazy) == _strip(memory)
     evaluations = memory["collections"][collection]["evaluations"]
     assert evaluations and all(e["per_graph"] for e in evaluations.values())
+    # Label CIs reach the scores, subsampled and held-out rows included (views of the rows).
+    for e in evaluations.values():
+        for split in e["results"].values():
+            assert split["model"]["kendall_tau_sure_n"] >= 1
+            assert -1.0 <= split["model"]["kendall_tau_sure"] <= 1.0
     monkeypatch.setattr(loading, "load_raw", _no_npz)         # from the cache as built
     again = run_baseline(root, lazy_opts).to_json()
     assert _strip(again) == _strip(memory)

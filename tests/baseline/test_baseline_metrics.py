@@ -12,6 +12,7 @@ from tpugraphs_tools.baseline.metrics import (
     graph_metrics,
     kaggle_tile_score,
     kendall_tau,
+    kendall_tau_sure,
     mean_metrics,
     opa,
     slowdown,
@@ -69,3 +70,24 @@ def test_mean_skips_nan() -> None:
     m = mean_metrics(rows)
     assert m["kendall_tau"] == 0.75 and m["kendall_tau_n"] == 2 and m["graphs"] == 3
     assert mean_metrics([]) == {"graphs": 0.0}
+
+
+def test_kendall_tau_sure_counts_only_pairs_whose_label_cis_are_disjoint() -> None:
+    y = np.array([1.0, 1.01, 2.0, 3.0])
+    ci = np.array([[0.95, 1.05], [0.96, 1.06], [1.9, 2.1], [2.9, 3.1]])
+    # Pairs (0,1) overlap; the other five are sure. pred swaps 0 and 1 (unsure: ignored)
+    # and 2 and 3 (sure: one discordant pair).
+    pred = np.array([2.0, 1.0, 4.0, 3.0])
+    assert kendall_tau_sure(y, pred, ci) == pytest.approx((4 - 1) / 5)
+    assert kendall_tau_sure(y, y, ci) == pytest.approx(1.0)
+    # Unknown CIs (NaN) and all-overlapping CIs leave nothing to score.
+    assert math.isnan(kendall_tau_sure(y, pred, np.full((4, 2), np.nan)))
+    assert math.isnan(kendall_tau_sure(y, pred, np.tile([0.0, 9.0], (4, 1))))
+    assert "kendall_tau_sure" in graph_metrics(y, pred, ci)
+    assert "kendall_tau_sure" not in graph_metrics(y, pred)
+
+
+def test_mean_metrics_tolerates_a_metric_some_graphs_lack() -> None:
+    out = mean_metrics([{"kendall_tau": 0.5}, {"kendall_tau": 0.1, "kendall_tau_sure": 0.8}])
+    assert out["kendall_tau"] == pytest.approx(0.3)
+    assert out["kendall_tau_sure"] == pytest.approx(0.8) and out["kendall_tau_sure_n"] == 1

@@ -143,7 +143,7 @@ def test_a_recency_effect_does_not_bias_the_aa_control():
     slower than its own copy on resnet18)."""
     rule = StopRule(target_precision=0.0, max_rounds=60, max_seconds_per_config=1e9)
     held = total = 0
-    for seed in range(60):
+    def recency_sampler(seed: int):
         rng = np.random.default_rng(seed)
         history: list[int] = []
 
@@ -153,7 +153,10 @@ def test_a_recency_effect_does_not_bias_the_aa_control():
             ns = 1e6 * (1.0 if recent else 1.03) * math.exp(rng.normal(0, 0.01))
             return ns, ns / 1e9
 
-        batch = time_paired(sample, 5, rule, control=[4], adaptive=False)
+        return sample
+
+    for seed in range(60):
+        batch = time_paired(recency_sampler(seed), 5, rule, control=[4], adaptive=False)
         r = batch.ratio(4)
         held += r.low <= 1.0 <= r.high
         total += 1

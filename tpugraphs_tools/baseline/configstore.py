@@ -31,7 +31,7 @@ from tpugraphs_tools.format import Collection, collection_of
 from tpugraphs_tools.store import CACHE_DIR as STORE_CACHE_DIR
 
 CACHE_DIR = Path(STORE_CACHE_DIR) / "baseline-configs"
-CACHE_VERSION = 1           # bump when the files' contents or conversions change
+CACHE_VERSION = 2           # bump when the files' contents or conversions change
 CHUNK_BYTES = 8 << 20       # rows streamed per read while repacking
 LAYOUT_MIN, LAYOUT_MAX = -1, 6
 
@@ -99,15 +99,18 @@ class ConfigRows:
 
 @dataclass(frozen=True)
 class GraphConfigs:
-    """A graph's per-config arrays: features, runtimes (tile: normalised), ``num_copies``."""
+    """A graph's per-config arrays: features, runtimes (tile: normalised), ``num_copies``,
+    label CIs as factors of the label."""
 
     feat: ConfigRows          # layout: int8 [c, nc, Fl]; tile: float32 [c, Ft] (format widths)
     runtime: ConfigRows       # float64 [c]
     num_copies: ConfigRows | None = None
+    label_ci: ConfigRows | None = None   # float64 [c, 2]
 
     def take(self, rows: np.ndarray) -> GraphConfigs:
         copies = self.num_copies.take(rows) if self.num_copies is not None else None
-        return GraphConfigs(self.feat.take(rows), self.runtime.take(rows), copies)
+        ci = self.label_ci.take(rows) if self.label_ci is not None else None
+        return GraphConfigs(self.feat.take(rows), self.runtime.take(rows), copies, ci)
 
 
 def config_keys(kind: str) -> tuple[str, ...]:
@@ -123,8 +126,8 @@ def runtimes(arrays: dict[str, np.ndarray], spec: Collection) -> np.ndarray:
     return runtime
 
 
-def in_memory(arrays: dict[str, np.ndarray], kind: str,
-              num_copies: np.ndarray | None) -> GraphConfigs:
+def in_memory(arrays: dict[str, np.ndarray], kind: str, num_copies: np.ndarray | None,
+              label_ci: np.ndarray | None = None) -> GraphConfigs:
     """The per-config arrays of a fully loaded graph (the in-memory path)."""
     spec = collection_of(kind)
     runtime = runtimes(arrays, spec)
@@ -138,7 +141,8 @@ def in_memory(arrays: dict[str, np.ndarray], kind: str,
                                         np.zeros((runtime.size, nc, spec.config_width),
                                                  np.float32)))
     copies = ConfigRows.of(num_copies) if num_copies is not None else None
-    return GraphConfigs(ConfigRows.of(feat), ConfigRows.of(runtime), copies)
+    ci = ConfigRows.of(label_ci) if label_ci is not None else None
+    return GraphConfigs(ConfigRows.of(feat), ConfigRows.of(runtime), copies, ci)
 
 
 class CacheableSource(Protocol):
@@ -149,6 +153,8 @@ class CacheableSource(Protocol):
     def content_key(self, graph_id: str) -> str: ...
 
     def num_copies(self, graph_id: str, count: int) -> np.ndarray | None: ...
+
+    def label_ci(self, graph_id: str, count: int) -> np.ndarray | None: ...
 
 
 def _stream_rows(npz: Path, key: str, out: Path,
@@ -199,10 +205,11 @@ class ConfigCache:
         folder = self._folder(graph_id, source.content_key(graph_id))
         if not (folder / "runtime.npy").exists():
             self._build(source, graph_id, kind, folder)
-        copies = folder / "num_copies.npy"
+        copies, ci = folder / "num_copies.npy", folder / "label_ci.npy"
         return GraphConfigs(ConfigRows.file(folder / "feat.npy"),
                             ConfigRows.file(folder / "runtime.npy"),
-                            ConfigRows.file(copies) if copies.exists() else None)
+                            ConfigRows.file(copies) if copies.exists() else None,
+                            ConfigRows.file(ci) if ci.exists() else None)
 
     def _build(self, source: CacheableSource, graph_id: str, kind: str, folder: Path) -> None:
         npz = source.npz_file(graph_id)
@@ -229,6 +236,9 @@ class ConfigCache:
             copies = source.num_copies(graph_id, int(runtime.size))
             if copies is not None:
                 np.save(tmp / "num_copies.npy", copies)
+            ci = source.label_ci(graph_id, int(runtime.size))
+            if ci is not None:
+                np.save(tmp / "label_ci.npy", ci)
             for stale in folder.parent.iterdir():   # older versions of this graph
                 if ".tmp-" not in stale.name:
                     shutil.rmtree(stale, ignore_errors=True)

@@ -40,6 +40,7 @@ class GraphRecord:
     arrays: dict[str, np.ndarray]
     num_copies: np.ndarray | None = None   # int64 [c] per npz config row, -1 unknown
     hlo_text: Callable[[], str] | None = field(default=None, repr=False)
+    label_ci: np.ndarray | None = None     # float64 [c, 2] CI / label per row, NaN unknown
 
 
 class GraphSource(Protocol):
@@ -56,6 +57,8 @@ class GraphSource(Protocol):
     def content_key(self, graph_id: str) -> str: ...
 
     def num_copies(self, graph_id: str, count: int) -> np.ndarray | None: ...
+
+    def label_ci(self, graph_id: str, count: int) -> np.ndarray | None: ...
 
     def cache_root(self) -> Path: ...
 
@@ -99,6 +102,23 @@ class TgtSource:
                 copies[row] = value
         return copies
 
+    def label_ci(self, graph_id: str, count: int) -> np.ndarray | None:
+        """float64 [count, 2]: each npz row's label 95% CI as factors of its label (paired
+        timing's ``relative_ci_low``/``high`` over ``relative_to_default``), NaN where
+        unknown; None when no row has one (tile and fixed-engine labels)."""
+        rows = self.dataset.configs_of(graph_id)
+        needed = ("npz_row", "relative_ci_low", "relative_ci_high", "relative_to_default")
+        if any(c not in rows.columns for c in needed):
+            return None
+        rows = rows.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in needed))
+        ci = np.full((count, 2), np.nan)
+        for row, low, high, ratio in rows.select(*needed).iter_rows():
+            if 0 <= row < count and ratio > 0:
+                ci[row] = (low / ratio, high / ratio)
+        if np.isnan(ci).all():
+            return None
+        return ci
+
     def npz_file(self, graph_id: str) -> Path:
         return self.dataset.npz_path(graph_id)
 
@@ -121,20 +141,22 @@ class TgtSource:
         path = self.npz_file(info.graph_id)
         if with_configs:
             arrays = self.dataset.load_arrays(info.graph_id)
-            copies = self.num_copies(info.graph_id, int(arrays["config_runtime"].shape[0]))
+            count = int(arrays["config_runtime"].shape[0])
+            copies = self.num_copies(info.graph_id, count)
+            ci = self.label_ci(info.graph_id, count)
         else:
             try:
                 with np.load(path, allow_pickle=False) as npz:
                     keys = tuple(_structure_keys(npz.files, info.kind))
             except Exception as exc:  # damaged zip: the same message as load_arrays
                 raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
-            arrays, copies = self.dataset.load_arrays(info.graph_id, keys), None
+            arrays, copies, ci = self.dataset.load_arrays(info.graph_id, keys), None, None
         ds = self.dataset
 
         def hlo() -> str:
             return ds.hlo_text(info.graph_id)
 
-        return GraphRecord(info, arrays, copies, hlo)
+        return GraphRecord(info, arrays, copies, hlo, ci)
 
 
 class TpuGraphsTreeSource:
@@ -187,6 +209,9 @@ class TpuGraphsTreeSource:
 
     def num_copies(self, graph_id: str, count: int) -> np.ndarray | None:
         return None     # official trees do not record inserted copies
+
+    def label_ci(self, graph_id: str, count: int) -> np.ndarray | None:
+        return None     # nor label uncertainty
 
     def cache_root(self) -> Path:
         return self.root

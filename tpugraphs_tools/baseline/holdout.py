@@ -36,9 +36,10 @@ def split_configs(graph_id: str, count: int, seed: int, share: float = DEFAULT_S
 def view(g: RawGraph, rows: np.ndarray, split: str) -> RawGraph:
     """``g`` restricted to config ``rows`` and marked as ``split`` (graph arrays shared)."""
     copies = g.num_copies.take(rows) if g.num_copies is not None else None
+    ci = g.label_ci.take(rows) if g.label_ci is not None else None
     return dataclasses.replace(g, info=dataclasses.replace(g.info, split=split),
                                runtime=g.runtime.take(rows), cfg_feat=g.cfg_feat.take(rows),
-                               num_copies=copies)
+                               num_copies=copies, label_ci=ci)
 
 
 def holdout_views(graphs: list[RawGraph], seed: int, share: float = DEFAULT_SHARE

@@ -86,7 +86,8 @@ class Loader:
         meta = self.graphs.meta(folder)
         view = subsample(configs, options)
         return RawGraph(info, Stored(self.graphs, folder), view.feat, view.runtime,
-                        view.num_copies, int(meta["num_nodes"]), list(meta["warnings"]))
+                        view.num_copies, int(meta["num_nodes"]), list(meta["warnings"]),
+                        view.label_ci)
 
     def _raw_key(self, info: GraphInfo) -> str:
         """The npz / configs checksums and the options that shape the raw arrays."""

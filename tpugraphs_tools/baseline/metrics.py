@@ -8,6 +8,9 @@ Conventions (tested in tests/baseline/test_metrics.py):
 - Kendall τ is ``scipy.stats.kendalltau`` (τ-b, ties handled); NaN when undefined.
 - The model's top-k are the k lowest ``pred`` (ties broken by config index); k larger than the
   number of configs means all of them.
+- ``kendall_tau_sure`` (tgt datasets with label CIs only): Kendall's τ over the pairs whose
+  label 95% CIs are disjoint, ``(concordant − discordant) / pairs``, a tie in ``pred`` counting
+  as neither: a ranking is not rewarded or punished for pairs the labels cannot order.
 - NaNs are skipped when averaging over graphs; the count of defined values is reported.
 """
 
@@ -44,6 +47,26 @@ def kendall_tau(y: np.ndarray, pred: np.ndarray) -> float:
     return float(tau)
 
 
+def sure_pairs(ci: np.ndarray) -> np.ndarray:
+    """bool [c, c]: the label CIs (``ci`` [c, 2] low/high, NaN unknown) of i and j are
+    disjoint."""
+    low, high = ci[:, 0], ci[:, 1]
+    with np.errstate(invalid="ignore"):
+        return (high[:, None] < low[None, :]) | (high[None, :] < low[:, None])
+
+
+def kendall_tau_sure(y: np.ndarray, pred: np.ndarray, ci: np.ndarray) -> float:
+    """Kendall's τ restricted to the pairs whose label CIs are disjoint; NaN without any."""
+    sure = np.triu(sure_pairs(np.asarray(ci, np.float64)), k=1)
+    count = int(sure.sum())
+    if count == 0:
+        return math.nan
+    y = np.asarray(y, np.float64)
+    pred = np.asarray(pred, np.float64)
+    agree = np.sign(y[:, None] - y[None, :]) * np.sign(pred[:, None] - pred[None, :])
+    return float(agree[sure].sum() / count)
+
+
 def top_k(pred: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k lowest predictions (stable: ties go to the lower config index)."""
     return np.argsort(np.asarray(pred), kind="stable")[:max(1, k)]
@@ -70,10 +93,14 @@ def top_k_error(y: np.ndarray, pred: np.ndarray, k: int) -> float:
     return slowdown(y, pred, k) - 1.0
 
 
-def graph_metrics(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
-    """Every metric of one graph; undefined ones are NaN."""
+def graph_metrics(y: np.ndarray, pred: np.ndarray,
+                  ci: np.ndarray | None = None) -> dict[str, float]:
+    """Every metric of one graph; undefined ones are NaN. ``ci`` [c, 2]: the labels' CIs
+    (adds ``kendall_tau_sure``)."""
     out = {"kendall_tau": kendall_tau(y, pred), "opa": opa(y, pred),
            "kaggle_tile_score": kaggle_tile_score(y, pred)}
+    if ci is not None:
+        out["kendall_tau_sure"] = kendall_tau_sure(y, pred, ci)
     for k in TOP_KS:
         out[f"slowdown@{k}"] = slowdown(y, pred, k)
         out[f"top{k}_error"] = top_k_error(y, pred, k)
@@ -86,8 +113,9 @@ def mean_metrics(per_graph: Iterable[Mapping[str, float]]) -> dict[str, float]:
     out: dict[str, float] = {"graphs": float(len(rows))}
     if not rows:
         return out
-    for key in rows[0]:
-        values = np.array([r[key] for r in rows], dtype=np.float64)
+    keys = list(dict.fromkeys(k for r in rows for k in r))  # a metric some graphs lack
+    for key in keys:
+        values = np.array([r.get(key, math.nan) for r in rows], dtype=np.float64)
         defined = values[~np.isnan(values)]
         out[key] = float(defined.mean()) if defined.size else math.nan
         out[f"{key}_n"] = float(defined.size)

@@ -54,6 +54,7 @@ class RawGraph:
     num_copies: ConfigRows | None
     num_nodes: int
     warnings: list[str] = field(default_factory=list)
+    label_ci: ConfigRows | None = None   # float64 [c, 2] CI / label (tgt paired labels)
 
     @property
     def opcode(self) -> np.ndarray:              # int32 [n]
@@ -103,6 +104,7 @@ class PreparedGraph:
     num_nodes: int
     segment_nodes: np.ndarray        # int64 [S] nodes per segment
     segment_cfgs: np.ndarray         # int64 [S] configurable nodes per segment
+    label_ci: ConfigRows | None = None   # float64 [c, 2] CI / label (tgt paired labels)
 
     @property
     def num_configs(self) -> int:
@@ -162,7 +164,7 @@ def load_raw(record: GraphRecord, options: PrepareOptions,
     info = record.info
     notes: list[str] = []
     if configs is None:
-        configs = in_memory(a, info.kind, record.num_copies)
+        configs = in_memory(a, info.kind, record.num_copies, record.label_ci)
     count = len(configs.runtime)
     if count == 0:
         return None
@@ -190,7 +192,7 @@ def load_raw(record: GraphRecord, options: PrepareOptions,
                   "feat": a["node_feat"][kept].astype(np.float32), "extra": extra[kept],
                   "edges": edges, "cfg_ids": cfg_ids, "kept_nodes": kept})
     return RawGraph(info, data, configs.feat, configs.runtime, configs.num_copies,
-                    int(kept.size), notes)
+                    int(kept.size), notes, configs.label_ci)
 
 
 @dataclass
@@ -299,7 +301,7 @@ def prepared_graph(raw: RawGraph, stats: FeatureStats, data: EntryRef, num_nodes
                    counts: tuple[np.ndarray, np.ndarray]) -> PreparedGraph:
     """The graph over ``data`` (resident or stored), with ``raw``'s config views."""
     return PreparedGraph(raw.info, data, prepared_configs(raw, stats), raw.runtime,
-                         raw.num_copies, num_nodes, *counts)
+                         raw.num_copies, num_nodes, *counts, label_ci=raw.label_ci)
 
 
 def finalize(raw: RawGraph, stats: FeatureStats,

@@ -34,7 +34,7 @@ from tpugraphs_tools.baseline.report import (
 )
 from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
-from tpugraphs_tools.baseline.trivial import trivial_metrics
+from tpugraphs_tools.baseline.trivial import label_ci, trivial_metrics
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.errors import NothingToScore as NothingToScore
 from tpugraphs_tools.format import DEFAULT_RATIOS, collection_of
@@ -72,7 +72,7 @@ def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
     for g in graphs:
         if g.info.split not in EVAL_SPLITS:
             continue
-        methods = {"model": graph_metrics(g.runtime.read(), trainer.predict(g)),
+        methods = {"model": graph_metrics(g.runtime.read(), trainer.predict(g), label_ci(g)),
                    **trivial_metrics(g, seed)}
         per_graph.append(GraphScore(g.info.graph_id, g.info.split, g.info.program,
                                     g.num_configs, g.num_nodes, methods))

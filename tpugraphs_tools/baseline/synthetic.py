@@ -127,12 +127,24 @@ def tile_graph(seed: int, num_nodes: int, num_configs: int) -> dict[str, np.ndar
             "config_runtime_normalizers": np.full(num_configs, runtime[0], dtype=np.int64)}
 
 
+def _paired_label(runtime: np.ndarray, j: int, half: float | None) -> dict[str, float]:
+    if half is None:
+        return {}
+    ratio = float(runtime[j] / runtime[0])
+    spread = 0.0 if j == 0 else half
+    return {"relative_to_default": ratio, "relative_ci_low": ratio * (1 - spread),
+            "relative_ci_high": ratio * (1 + spread)}
+
+
 def write_synthetic_dataset(root: str | Path, *, programs: int = 4, graphs_per_program: int = 3,
                             nodes: tuple[int, int] = (40, 80), configs: int = 24,
                             collection: str = "layout", seed: int = 0,
                             with_splits: bool = False, with_copies: bool = True,
-                            cfg_ranks: tuple[int, int] = (2, 4)) -> Dataset:
-    """A small tgt dataset through the store API (null splits unless ``with_splits``)."""
+                            cfg_ranks: tuple[int, int] = (2, 4),
+                            label_ci: float | None = None) -> Dataset:
+    """A small tgt dataset through the store API (null splits unless ``with_splits``).
+    ``label_ci``: rows carry paired-timing labels (ratio to config 0) with a 95% CI of
+    ± that fraction."""
     ds = Dataset.open(root, create=True)
     rng = np.random.default_rng(seed)
     split_of = ("train", "valid", "test")
@@ -165,5 +177,6 @@ def write_synthetic_dataset(root: str | Path, *, programs: int = 4, graphs_per_p
                      "status": "ok", "config": json.dumps({"synthetic": j}), "npz_row": j,
                      "num_copies": int(copies[j]) if with_copies and copies is not None
                      else None,
-                     "runtime_min_ns": int(runtime[j])} for j in range(configs)])
+                     "runtime_min_ns": int(runtime[j]), **_paired_label(runtime, j, label_ci)}
+                    for j in range(configs)])
     return ds

@@ -14,9 +14,18 @@ def random_metrics(g: PreparedGraph, seed: int, draws: int = 10) -> dict[str, fl
     """Metrics of a uniformly random order, averaged over ``draws`` orders (NaN-aware)."""
     rng = np.random.default_rng([seed, g.num_configs, g.num_nodes])
     runtime = g.runtime.read()
-    rows = [graph_metrics(runtime, rng.random(g.num_configs)) for _ in range(draws)]
+    ci = label_ci(g)
+    rows = [graph_metrics(runtime, rng.random(g.num_configs), ci) for _ in range(draws)]
     return {k: float(np.nanmean([r[k] for r in rows])) if not all(np.isnan(r[k]) for r in rows)
             else float("nan") for k in rows[0]}
+
+
+def label_ci(g: PreparedGraph) -> np.ndarray | None:
+    """The graph's label CIs [c, 2] on the runtime's scale (tgt paired labels), None when
+    unknown."""
+    if g.label_ci is None:
+        return None
+    return g.label_ci.read() * g.runtime.read()[:, None]
 
 
 def fewer_copies_scores(g: PreparedGraph) -> np.ndarray | None:
@@ -34,5 +43,5 @@ def trivial_metrics(g: PreparedGraph, seed: int) -> Mapping[str, dict[str, float
     if g.info.spec.per_node_configs:
         copies = fewer_copies_scores(g)
         if copies is not None:
-            out["fewer-copies"] = graph_metrics(g.runtime.read(), copies)
+            out["fewer-copies"] = graph_metrics(g.runtime.read(), copies, label_ci(g))
     return out

@@ -208,7 +208,8 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     finished earlier (rank neighbours); ``control`` indices (A/A copies of the default, configs
     re-timed from earlier batches) are timed every round while any other config is active and
     never stop a batch early. ``placement`` pools the between-copy spread across the batches
-    of a graph (it is updated here). Without ``adaptive`` every config runs ``max_rounds``.
+    of a graph (it is updated here). Without ``adaptive`` every config runs to the caps
+    (``max_rounds`` or ``max_seconds_per_config``), with no early stop.
     """
     placement = placement if placement is not None else Placement()
     batch = PairedBatch(config_ns=[[] for _ in range(count)],
@@ -259,8 +260,9 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
         reason = None
         if i in waiting:
             pass
-        elif not adaptive:
-            reason = FIXED if batch.rounds >= rule.max_rounds else None
+        elif not adaptive:  # the caps only: no early stop
+            reason = FIXED if batch.rounds >= rule.max_rounds else \
+                MAX_SECONDS if batch.seconds[i] >= rule.max_seconds_per_config else None
         elif look and batch.ratio(i, rule.confidence).half_width <= rule.target_precision:
             reason = PRECISION
         elif look and i not in controls and _neighbours_clear(i, strict, context, controls):

@@ -188,7 +188,7 @@ class PipelinedMeasurer:
                 continue
             deadlines = [c.started + timeout for c in compiling.values()]
             if batch:
-                deadlines.append(batch_started + timeout * (len(batch) + 1))
+                deadlines.append(batch_started + self._batch_limit(len(batch)))
             ready = wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
 
             for slot in list(compiling):
@@ -237,13 +237,22 @@ class PipelinedMeasurer:
                     for result in results:
                         on_result(result)
                 batch = []
-            elif batch and time.monotonic() - batch_started > timeout * (len(batch) + 1):
+            elif batch and time.monotonic() - batch_started > self._batch_limit(len(batch)):
                 self._measure_failed(batch, f"no result within "
-                                     f"{timeout * (len(batch) + 1):.0f} s; worker killed",
+                                     f"{self._batch_limit(len(batch)):.0f} s; worker killed",
                                      TIMEOUT, singles, on_result)
                 batch = []
         for slot in recycle:  # the next run() must find live workers
             self._replace_compiler(slot, restart=False)
+
+    def _batch_limit(self, items: int) -> float:
+        """Seconds before a timing batch counts as hung: ``timeout`` per item (control
+        included) plus, for the paired engine, every item's timing budget (its own samples
+        and its share of the default's, ≤ 2 × ``max_seconds_per_config``)."""
+        limit = self.opts.timeout_s * (items + 1)
+        if self.spec.engine == "paired":
+            limit += 2 * self.spec.stop.max_seconds_per_config * (items + 1 + REPEATS_PER_BATCH)
+        return limit
 
     def _repeat(self, singles: deque[Compiled]) -> list[Compiled]:
         """Paired engine: configs of earlier batches timed again in this one, so the labels' CIs

@@ -262,9 +262,9 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
             defaults = [lambda e=e: C.run(e, inputs) for e in bases]
             runs = [c[0] for c in copies]
-            # Every loaded copy runs once here (its first run is cold).
-            for fn in [*defaults, *(f for c in copies for f in c)]:
-                fn()
+            if spec.engine == "paired":  # every loaded copy's first run is cold: run it here
+                for fn in [*defaults, *(f for c in copies for f in c)]:
+                    fn()
             for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
                 for fn in [*defaults, *runs]:
                     fn()
