@@ -10,8 +10,10 @@ and stands in for real compiler crashes and hangs. No product type carries a fau
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import random
 import signal
 import time
 from typing import Any
@@ -136,7 +138,9 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
         copies = reference if i < 0 else runs[i]
         return timed_sample(copies[copy % len(copies)], k)
 
-    batch = time_paired(sample, len(runs), spec.stop, [(a, b) for a, b in context],
+    # Fewer copies than asked when loading ran out of memory (load_copies).
+    rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]))
+    batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement)
     default = Timing.of([round(x) for x in batch.default_ns])
     for i, result in enumerate(results):
@@ -150,19 +154,38 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
 
 
 def load_copies(default_blob: bytes, blobs: list[bytes], loaded: list[list[Any]], copies: int,
-                device: Any) -> list[Any]:
-    """Load ``copies`` copies of the default and of every timed program, interleaved (copy 1
-    of each, then copy 2 of each...), so no program's copies all come from one moment of the
-    process's memory layout; ``loaded[i]`` (the executable the numerics check ran) is
-    replaced. Returns the default's copies."""
-    defaults: list[Any] = []
+                device: Any, seed: int = 0) -> list[Any]:
+    """Load up to ``copies`` copies of the default and of every timed program; returns the
+    default's copies and fills ``loaded[i]`` (replacing the executable the numerics check ran).
+
+    Copy j of every program is loaded together, in a shuffled order per j: neither the moment
+    nor the position of a load sets the default apart (loaded first in every group, the
+    default read 0.5–1.5% slower than its A/A copy loaded last). Each loaded executable maps
+    its code; when the process runs out (LLVM "Cannot allocate memory" with 8 copies of 26
+    efficientnet programs), the complete groups loaded so far are kept if there are at least
+    two, and the timing rotates over those.
+    """
+    shuffle = random.Random(seed)
+    programs = [default_blob, *blobs]
+    groups: list[list[Any]] = [[] for _ in programs]
     for lst in loaded:
         lst.clear()
-    for _ in range(max(1, copies)):
-        defaults.append(X.deserialize_executable(default_blob, device))
-        for blob, lst in zip(blobs, loaded, strict=True):
-            lst.append(X.deserialize_executable(blob, device))
-    return defaults
+    for j in range(max(1, copies)):
+        picks = list(range(len(programs)))
+        shuffle.shuffle(picks)
+        got: dict[int, Any] = {}
+        try:
+            for p in picks:
+                got[p] = X.deserialize_executable(programs[p], device)
+        except Exception:
+            if j < 2:
+                raise
+            break
+        for p, exe in got.items():
+            groups[p].append(exe)
+    for lst, group in zip(loaded, groups[1:], strict=True):
+        lst.extend(group)
+    return groups[0]
 
 
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
@@ -257,7 +280,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             blobs.append(base_blob)
             results.append(timed[-1][0])
             bases = load_copies(base_blob, blobs, [exes for _, exes in timed],
-                                spec.stop.copies, device)
+                                spec.stop.copies, device, seed=len(results) + spec.seed)
         if timed:
             copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
             defaults = [lambda e=e: C.run(e, inputs) for e in bases]
