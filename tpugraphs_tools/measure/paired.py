@@ -7,9 +7,9 @@ control are each sampled once, in a fresh random order, and a config's round val
 log-ratio to that round's default sample. The label is the 20%-trimmed mean of those values
 with Yuen's t confidence interval (robust to the occasional preempted sample), plus the
 spread between loaded copies. The default is sampled exactly like a config (same number of
-copies, same share of positions), so an A/A control is a fair test of every CI: an earlier
-design that sampled the default between every two configs made the control look 0.7–1.5%
-faster than the default (docs/timing.md). Rounds are added until every config's CI is tight
+copies, same share of positions), so an A/A control is exchangeable with the default and a
+fair test of every CI (an order that samples the default between every two configs is not:
+tests/measure/test_paired.py). Rounds are added until every config's CI is tight
 (``target_precision``) or already separates it from the default and its rank neighbours, or a
 cap is hit; the reason is recorded.
 """
