@@ -96,6 +96,24 @@ def old_order_rounds(sample, items: int, rounds: int, copies: int):
     return logs
 
 
+def autocorrelation(run, seconds: float) -> list[str]:
+    """Single runs back to back for ``seconds``: how far apart in time the noise is shared."""
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        start = time.perf_counter_ns()
+        run()
+        times.append(time.perf_counter_ns() - start)
+    logs = np.log(np.asarray(times, np.float64))
+    per_run = float(np.median(times)) / 1e6
+    lags = [lag for lag in (1, 10, 50, 200) if lag < logs.size // 2]
+    cells = " | ".join(f"{np.corrcoef(logs[:-lag], logs[lag:])[0, 1]:.2f}" for lag in lags)
+    return ["**Autocorrelation** of single-run log times (" + f"{logs.size} runs of "
+            f"{per_run:.2f} ms, {seconds:g} s):", "",
+            "| lag (runs) | " + " | ".join(str(lag) for lag in lags) + " |",
+            "|---|" + "---:|" * len(lags), "| correlation | " + cells + " |", ""]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--program", default="resnet18", choices=sorted(PROGRAMS))
@@ -117,7 +135,8 @@ def main() -> int:
             return timed_sample(run, k)
         return sample
 
-    lines = [f"`{args.program}` ({PROGRAMS[args.program]}), {args.items} A/A copies of the "
+    lines = autocorrelation(default[0], 5.0)
+    lines += [f"`{args.program}` ({PROGRAMS[args.program]}), {args.items} A/A copies of the "
              f"default timed as configs, {args.copies} loaded copies each; every true ratio is "
              "1.0. One process, the machine otherwise idle.", "",
              "**Sample length** (shipped round order; ≈ "

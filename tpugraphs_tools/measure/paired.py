@@ -48,7 +48,7 @@ class StopRule:
     separation_confidence: float = 0.995
     look_growth: float = 1.5
     # Identical programs loaded twice run at persistently different speeds (code and buffer
-    # placement: ~0.4% between 4-copy means on resnet18 A/A copies), so the default and every
+    # placement: up to ±1.3% between 4-copy means of resnet18), so the default and every
     # config are loaded ``copies`` times and round r times copy r mod ``copies`` of each; the
     # spread between copies enters every CI, and rounds stop once it dominates
     # ("placement_floor").
