@@ -177,7 +177,7 @@ def load_copies(default_blob: bytes, blobs: list[bytes], loaded: list[list[Any]]
 
     Copy j of every program is loaded together, in a shuffled order per j: neither the moment
     nor the position of a load sets the default apart from its A/A copy. Each loaded
-    executable maps its code (~340 mappings for efficientnet_b0 tiny), and a process past
+    executable maps its code, and a process past
     ``vm.max_map_count`` dies inside LLVM (8 copies of 26 programs did): so the first group's
     cost sets how many groups fit in half the limit, and fewer copies are loaded (every program
     the same number; the CIs' placement term divides by the copies used).
