@@ -22,6 +22,38 @@ METHODS = ("model", "random", "fewer-copies")
 METRICS = ("kendall_tau", "kendall_tau_sure", "opa", "slowdown@5")
 
 
+def label_summary(data: Path) -> str:
+    """How sure the dataset's labels are: the share of a graph's config pairs (the default
+    counting as ratio 1 with no uncertainty) whose 95% CIs are disjoint, the median CI
+    half-width, and how many A/A control rows hold 1.0 (one per timing batch)."""
+    import numpy as np
+
+    from tpugraphs_tools.store import Dataset
+
+    rows = Dataset.open(data).table("configs").to_dicts()
+    pairs = sure = 0
+    half: list[float] = []
+    by_graph: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        if r["status"] != "ok" or r["relative_ci_low"] is None:
+            continue
+        ci = (1.0, 1.0) if r["is_default"] else (r["relative_ci_low"], r["relative_ci_high"])
+        by_graph.setdefault(r["graph_id"], []).append(ci)
+        if not r["is_default"]:
+            half.append((ci[1] - ci[0]) / 2 / r["relative_to_default"])
+    for cis in by_graph.values():
+        for i, a in enumerate(cis):
+            for b in cis[i + 1:]:
+                pairs += 1
+                sure += a[1] < b[0] or b[1] < a[0]
+    controls = [r for r in rows if r["status"] == "control"]
+    held = sum(1 for r in controls if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"])
+    return (f"Labels: {len(by_graph)} graphs; {sure:,} of {pairs:,} config pairs "
+            f"({100 * sure / max(pairs, 1):.0f}%) have disjoint 95% CIs; median CI "
+            f"±{100 * float(np.median(half)):.1f}%; A/A controls hold 1.0 in {held}/"
+            f"{len(controls)} batches.")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data")
@@ -58,7 +90,7 @@ def main() -> int:
         wins = sum(1 for g in pooled if g[method]["kendall_tau"] > g["random"]["kendall_tau"])
         cells.append("-" if method == "random" else f"{wins}/{len(pooled)}")
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
-    body = "\n".join(lines)
+    body = label_summary(Path(args.data)) + "\n\n" + "\n".join(lines)
     print(body)
     if args.write:
         from _doc import record  # bench/ is on sys.path when run as a script

@@ -5,7 +5,9 @@ Per zoo program, collections run one after the other into fresh datasets: the pa
 twice (run 1 claims pairs whose CIs are disjoint, run 2 checks their order), the paired engine
 without adaptive stopping once (every config to ``--max-rounds``: the same CI rule, so the
 adaptive saving is read at equal claimed precision), and the old fixed engine twice (10
-rounds, shared default minimum; its claim rule was |Δ| > 2×CV). Every run is saved as JSON
+rounds, shared default minimum; its claim rule was |Δ| > 2×CV). ``fixed@N`` runs the fixed engine
+with N rounds instead of 10: at the paired engine's wall time, how close does it come to the
+paired engine's rerun agreement (the wall-time comparison at equal precision)? Every run is saved as JSON
 under ``--save`` as soon as it ends, so an interrupted benchmark keeps what it measured;
 ``--report-only`` rewrites the section from saved runs.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import statistics
 import time
@@ -36,6 +39,15 @@ MODES = ("paired", "paired", "fixed", "fixed", "paired_all", "paired", "paired")
 OLD_TIMING_BATCH = 4  # the fixed engine as it shipped before the paired engine
 
 
+def fixed_repeats(mode: str) -> int | None:
+    """Rounds of a fixed-engine mode (``fixed`` = 10, ``fixed@N`` = N); None for paired."""
+    if mode == "fixed":
+        return 10
+    if mode.startswith("fixed@"):
+        return int(mode.split("@", 1)[1])
+    return None
+
+
 def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -> dict:
     """One collection into a fresh dataset: its config rows and its wall time."""
     from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
@@ -43,7 +55,9 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -
     from tpugraphs_tools.programs import ProgramArgs
     from tpugraphs_tools.store import Dataset
 
-    old = {"timing": "fixed", "timing_batch": OLD_TIMING_BATCH} if mode == "fixed" else {}
+    repeats = fixed_repeats(mode)
+    old = {"timing": "fixed", "timing_batch": OLD_TIMING_BATCH, "repeats": repeats} \
+        if repeats else {}
     layout = MeasureOptions(configs=configs, seed=seed, adaptive=mode != "paired_all", **old)
     with TemporaryDirectory(prefix="tgt-labels-") as out:
         item = CollectItem(program=program, program_args=ProgramArgs(**args), options=layout)
@@ -95,6 +109,44 @@ def tau(a: dict, b: dict) -> float:
                             [lb[i]["relative_to_default"] for i in common]).statistic)
 
 
+def all_runs(got: list[dict], rule: str) -> tuple[list[float], int, int, float]:
+    """Every run as run 1: (its claimed share, checked against every other run), claimed
+    orders kept over all ordered run pairs, claims so checked, and the mean τ over run pairs.
+    One pair of runs is a coin toss on a noisy host; this is the figure to quote."""
+    shares: list[float] = []
+    kept = claimed = 0
+    for a, run in enumerate(got):
+        others = [b for b in range(len(got)) if b != a]
+        pairs, mine, _ = claimed_pairs(run, got[others[0]], rule)
+        shares.append(mine / pairs if pairs else 0.0)
+        for b in others:
+            _, c, k = claimed_pairs(run, got[b], rule)
+            kept += k
+            claimed += c
+    taus = [tau(x, y) for x, y in itertools.combinations(got, 2)]
+    return shares, int(kept), claimed, float(np.nanmean(taus))
+
+
+def rerun_spread(got: list[dict]) -> tuple[float, float, float] | None:
+    """Do the CIs cover what reruns do? (SD of a config's log-ratio across runs after removing
+    each run's common offset, RMS within-run se from the 95% CIs, SD of the run offsets.)
+    A run's common offset is the default's own placement in that run: it moves every ratio of
+    the graph together, so it matters for pairs with the default only."""
+    labels = [_labels(r) for r in got]
+    common = sorted(set.intersection(*(set(x) for x in labels)))
+    rows = [[x[i] for x in labels] for i in common if not labels[0][i]["is_default"]]
+    rows = [r for r in rows if all(x["relative_ci_low"] for x in r)]
+    if len(rows) < 3:
+        return None
+    logs = np.log([[x["relative_to_default"] for x in r] for r in rows])
+    se = [(math.log(x["relative_ci_high"]) - math.log(x["relative_ci_low"])) / (2 * 1.96)
+          for r in rows for x in r]
+    centered = logs - logs.mean(axis=0, keepdims=True)
+    between = float(centered.var(axis=1, ddof=1).mean()) * len(rows) / (len(rows) - 1)
+    return math.sqrt(between), math.sqrt(float(np.mean(np.square(se)))), \
+        float(logs.mean(axis=0).std(ddof=1))
+
+
 def controls(run: dict) -> tuple[int, int, list[float]]:
     rows = [r for r in run["rows"] if r["status"] == "control"]
     held = sum(1 for r in rows if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"])
@@ -134,14 +186,15 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     total_kept = total_claimed = total_held = total_controls = 0
+    every: list[str] = []
     for name, program_runs in runs.items():
         by_mode: dict[str, list[dict]] = {}
         for run in program_runs:
             by_mode.setdefault(run["mode"], []).append(run)
         configs = PROGRAMS[name][2]
-        for mode, label in (("paired", "paired, adaptive"), ("paired_all", "paired, all "
-                                                             "to cap"),
-                            ("fixed", "old fixed 10-repeat")):
+        fixed = sorted((m for m in by_mode if fixed_repeats(m)), key=lambda m: fixed_repeats(m) or 0)
+        for mode, label in (("paired", "paired, adaptive"), ("paired_all", "paired, all to cap"),
+                            *((m, f"old fixed {fixed_repeats(m)}-repeat") for m in fixed)):
             got = by_mode.get(mode, [])
             if not got:
                 continue
@@ -150,19 +203,31 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
             half = [h for r in got for h in half_widths(r)]
             held = sum(controls(r)[0] for r in got)
             count = sum(controls(r)[1] for r in got)
-            if mode != "fixed":
+            if not fixed_repeats(mode):
                 total_held += held
                 total_controls += count
             claim = kept_s = tau_s = "-"
             if len(got) >= 2:
                 pairs, claimed, kept = claimed_pairs(got[0], got[1],
-                                                     "cv" if mode == "fixed" else "ci")
+                                                     "cv" if fixed_repeats(mode) else "ci")
                 claim = f"{claimed}/{pairs} ({_pct(claimed / pairs)})" if pairs else "-"
                 kept_s = f"{kept}/{claimed} ({_pct(kept / claimed)})" if claimed else "-"
                 tau_s = f"{tau(got[0], got[1]):.2f}"
                 if mode == "paired":
                     total_kept += kept
                     total_claimed += claimed
+            if len(got) >= 3:
+                shares, all_kept, all_claimed, mean_tau = all_runs(
+                    got, "cv" if fixed_repeats(mode) else "ci")
+                spread = None if fixed_repeats(mode) else rerun_spread(got)
+                every.append(
+                    f"| {name} | {label} | {len(got)} | "
+                    + ", ".join(f"{100 * x:.0f}" for x in shares)
+                    + f" | {_pct(statistics.mean(shares))} ({_pct(min(shares))}–"
+                    f"{_pct(max(shares))}) | "
+                    + (f"{all_kept}/{all_claimed} ({100 * all_kept / all_claimed:.1f}%)"
+                       if all_claimed else "-") + f" | {mean_tau:.2f} | "
+                    + (" / ".join(f"{100 * x:.2f}" for x in spread) if spread else "-") + " |")
             lines.append(
                 f"| {name} ({configs}) | {label} | {claim} | {kept_s} | {tau_s} | "
                 + (f"±{100 * statistics.median(half):.1f}%" if half else "-") + " | "
@@ -172,6 +237,17 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
               + (f" ({_pct(total_kept / total_claimed)})" if total_claimed else "")
               + f"; A/A control CI holds 1.0 in **{total_held}/{total_controls}** batches"
               + (f" ({_pct(total_held / total_controls)})" if total_controls else "") + "."]
+    if every:
+        lines += ["", "Engines with three or more runs: every run claims (share of pairs, in "
+                  "run order) and every other run checks the claimed orders; τ is the mean "
+                  "over all pairs of runs. Rerun spread: a config's SD across runs after removing each "
+                  "run's common offset / its RMS within-run se (from the 95% CI) / SD of the "
+                  "run offsets, all in % of log-ratio; the first two agree when the CIs are "
+                  "honest for config-vs-config pairs.", "",
+                  "| program | engine | runs | claimed share per run % | mean (range) | "
+                  "claimed orders kept, all run pairs | mean τ | rerun spread % |",
+                  "|---|---|---|---|---|---|---|---|",
+                  *every]
     return "\n".join(lines)
 
 
@@ -185,6 +261,8 @@ def main() -> int:
     parser.add_argument("--first-run", type=int, default=0,
                         help="number of the first saved run (add runs to an earlier --save)")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--title", default="Label reproducibility and A/A control",
+                        help="docs/benchmarks.md section that --write replaces")
     args = parser.parse_args()
     save = Path(args.save)
     save.mkdir(parents=True, exist_ok=True)
@@ -206,7 +284,7 @@ def main() -> int:
     if args.write:
         from _doc import record
 
-        record("Label reproducibility and A/A control", text)
+        record(args.title, text)
     return 0
 
 
