@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
+import numpy as np
 import pytest
 
+from tpugraphs_tools.collect.labels import separated_pairs
 from tpugraphs_tools.collect.layout import layout_result, next_control_index
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.hlo.text import parse_hlo_text
@@ -62,6 +65,21 @@ def test_control_rows_never_enter_the_npz(space_configs):
     assert summary.configs == 3 and summary.labels.controls == 2
     assert summary.labels.controls_holding_1 == 2
     assert summary.labels.noise_floor == pytest.approx(0.02)
+    # default [1, 1], 0.5 ± 2%, 1.5 ± 2%: every pair apart; controls are not labels
+    assert (summary.labels.pairs, summary.labels.pairs_separated) == (3, 3)
+
+
+def test_separated_pairs_counts_disjoint_intervals_like_checking_every_pair():
+    rng = np.random.default_rng(0)
+    for n in (0, 1, 2, 5, 40):
+        center = rng.normal(1.0, 0.02, n).round(3)  # rounding makes ties and touching CIs
+        half = rng.uniform(0.0, 0.02, n).round(3)
+        lows, highs = center - half, center + half
+        brute = sum(1 for i, j in itertools.combinations(range(n), 2)
+                    if highs[i] < lows[j] or highs[j] < lows[i])
+        assert separated_pairs(lows, highs) == brute
+    assert separated_pairs([1.0, 1.02], [1.02, 1.03]) == 0  # touching is not apart
+    assert separated_pairs([1.0, 1.0], [1.0, 1.0]) == 0
 
 
 def test_control_indices_follow_the_configs():

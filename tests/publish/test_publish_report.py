@@ -85,10 +85,24 @@ def test_stats_show_the_control_noise_floor_and_keep_controls_out_of_configs(
     mlp = next(p for p in stats.programs if p.program == "mlp")
     assert (mlp.controls, mlp.controls_held) == (3, 2)
     assert mlp.ci_half_width == pytest.approx(0.01)
+    # pairs told apart: every pair of ok labels within one graph, checked one by one
+    ok = labelled.filter((pl.col("status") == "ok") & pl.col("relative_ci_low").is_not_null())
+    ok = ok.join(ds.graphs().select("graph_id", "program"), on="graph_id")
+    expected = {}
+    for (program, _), graph in ok.group_by("program", "graph_id"):
+        cis = list(zip(graph["relative_ci_low"], graph["relative_ci_high"], strict=True))
+        pairs = [(a, b) for i, a in enumerate(cis) for b in cis[i + 1:]]
+        apart = sum(1 for a, b in pairs if a[1] < b[0] or b[1] < a[0])
+        total, sep = expected.get(program, (0, 0))
+        expected[program] = (total + len(pairs), sep + apart)
+    assert {p.program: (p.pairs, p.pairs_separated) for p in stats.programs
+            if p.pairs} == expected
+    assert 0 < stats.pairs_separated < stats.pairs
     from tpugraphs_tools.publish._report_html import report_html
 
     page = report_html("t", stats, [], {})
     assert "held 1.0 in 2/3 batches" in page and "±3.00%" in page
+    assert f"{stats.pairs_separated}/{stats.pairs}" in page
 
 
 def test_report_files_are_offline_pngs(report_dir: Path):

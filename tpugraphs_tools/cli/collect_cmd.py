@@ -183,7 +183,8 @@ def _print_tile_summary(label: str, s: dict) -> None:
 def _print_config_summary(summaries: dict[str, dict]) -> None:
     table = Table(title="layout configs")
     for col in ("graph_id", "configs", "ok", "no-op", "duplicate", "errors",
-                "fastest ÷ default", "slowest ÷ default", "median CI ±", "A/A control"):
+                "fastest ÷ default", "slowest ÷ default", "median CI ±", "pairs apart",
+                "A/A control"):
         table.add_column(col, justify="left" if col == "graph_id" else "right", overflow="fold",
                          min_width=24 if col == "graph_id" else None)
     for graph_id, s in summaries.items():
@@ -196,7 +197,7 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
         table.add_row(graph_id, str(s["configs"]), str(status.get("ok", 0)),
                       str(status.get("noop", 0)), str(status.get("duplicate", 0)),
                       f"{sum(errors.values())}" + (f" ({detail})" if detail else ""), best, worst,
-                      _pct(s.get("ci_half_width_median")), _control(s))
+                      _pct(s.get("ci_half_width_median")), _apart(s), _control(s))
     terminal.print(table)
     floors = [s["noise_floor"] for s in summaries.values() if s.get("noise_floor") is not None]
     if floors:
@@ -205,10 +206,21 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
         terminal.print(f"noise floor (A/A control CI half-width, median over graphs): "
                        f"±{100 * sorted(floors)[len(floors) // 2]:.2f}%; control CI holds 1.0 "
                        f"in {held}/{total} batches")
+    pairs = sum(s.get("pairs") or 0 for s in summaries.values())
+    if pairs:
+        apart = sum(s.get("pairs_separated") or 0 for s in summaries.values())
+        terminal.print(f"config pairs the labels order (95% CIs disjoint, within a graph): "
+                       f"{apart}/{pairs} ({100 * apart / pairs:.0f}%)")
 
 
 def _pct(value: float | None) -> str:
     return f"±{100 * value:.2f}%" if value is not None else "-"
+
+
+def _apart(s: dict) -> str:
+    """Config pairs whose label CIs are disjoint: the orders the labels claim."""
+    pairs = s.get("pairs") or 0
+    return f"{s.get('pairs_separated', 0)}/{pairs}" if pairs else "-"
 
 
 def _control(s: dict) -> str:

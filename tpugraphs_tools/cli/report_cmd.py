@@ -30,3 +30,7 @@ def report(data: str, out: str, overwrite: bool) -> None:
     stats = result.stats
     terminal.success(f"{stats.graphs} graphs, {stats.configs} configs, "
                      f"{len(result.plots)} plots → {result.page}")
+    if stats.pairs:
+        terminal.print(f"config pairs the labels order (95% CIs disjoint, within a graph): "
+                       f"{stats.pairs_separated}/{stats.pairs} "
+                       f"({100 * stats.pairs_separated / stats.pairs:.0f}%)")

@@ -16,6 +16,7 @@ import statistics
 from collections import Counter
 from typing import Any
 
+import numpy as np
 from scipy import stats
 
 from tpugraphs_tools.collect.summary import LabelQuality
@@ -85,12 +86,22 @@ def widen_by_windows(rows: list[dict[str, Any]]) -> float | None:
     return sd
 
 
+def separated_pairs(lows: Any, highs: Any) -> int:
+    """Pairs of intervals that are disjoint (touching is not), in O(n log n): for each
+    interval, the intervals starting above its end."""
+    lows = np.sort(np.asarray(lows, dtype=np.float64))
+    highs = np.asarray(highs, dtype=np.float64)
+    return int((lows.size - np.searchsorted(lows, highs, side="right")).sum())
+
+
 def label_quality(rows: list[dict[str, Any]]) -> LabelQuality:
-    """How sure the labels are: CI widths, stop reasons, windows, the A/A noise floor."""
+    """How sure the labels are: CI widths, stop reasons, windows, the A/A noise floor, and
+    how many config pairs the CIs tell apart."""
     ok = [r for r in rows if r["status"] == OK and not r["is_default"]
           and r.get("relative_ci_low") is not None]
     controls = [r for r in rows if r["status"] == CONTROL
                 and r.get("relative_ci_low") is not None]
+    labelled = [r for r in rows if r["status"] == OK and r.get("relative_ci_low") is not None]
     half = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 / r["relative_to_default"]
             for r in ok if r["relative_to_default"]]
     ratios = [r["relative_to_default"] for r in controls]
@@ -106,4 +117,8 @@ def label_quality(rows: list[dict[str, Any]]) -> LabelQuality:
         # The A/A control's CI half-width: the smallest effect the batches could resolve.
         noise_floor=statistics.median(spread) if spread else None,
         control_range=(min(ratios), max(ratios)) if ratios else None,
+        # Orders the labels claim: the default's CI is [1, 1] (the reference).
+        pairs=len(labelled) * (len(labelled) - 1) // 2,
+        pairs_separated=separated_pairs([r["relative_ci_low"] for r in labelled],
+                                        [r["relative_ci_high"] for r in labelled]),
     )

@@ -24,6 +24,8 @@ class LabelQuality:
     controls_holding_1: int              # ... whose CI holds 1.0
     noise_floor: float | None            # median A/A CI half-width: the smallest resolvable
     control_range: tuple[float, float] | None  # (lowest, highest) A/A ratio
+    pairs: int = 0                       # pairs of the graph's labelled configs (default too)
+    pairs_separated: int = 0             # ... whose 95% CIs are disjoint: orders the labels claim
 
 
 @dataclass(frozen=True)

@@ -34,19 +34,32 @@ def _noise_line(stats: ReportStats) -> str:
     return (f"<p><b>Noise floor</b>: every timed batch also timed an independent copy of the "
             f"default (A/A control); its 95% CI held 1.0 in {stats.controls_held}/"
             f"{stats.controls} batches, median half-width ±{_pct(stats.noise_floor)}. "
-            "Label differences below that are not resolved.</p>")
+            "Label differences below that are not resolved." + _apart_sentence(stats) + "</p>")
+
+
+def _apart(pairs: int, separated: int) -> str:
+    return f"{separated}/{pairs} ({100 * separated / pairs:.0f}%)" if pairs else "–"
+
+
+def _apart_sentence(stats: ReportStats) -> str:
+    """How much ranking the labels carry: config pairs whose 95% CIs are disjoint."""
+    if not stats.pairs:
+        return ""
+    return (f" Within a graph, {_apart(stats.pairs, stats.pairs_separated)} of the config "
+            "pairs have disjoint 95% CIs: those are the orders the labels claim.")
 
 
 def _program_table(stats: ReportStats) -> str:
     head = ("<tr><th>program</th><th>graphs</th><th>configs</th><th>ok</th>"
             "<th>no-op / duplicate</th><th>errors</th><th>median runtime / default</th>"
-            "<th>best speed-up</th><th>median CI ±</th><th>A/A control holds 1.0</th>"
+            "<th>best speed-up</th><th>median CI ±</th><th>pairs told apart</th>"
+            "<th>A/A control holds 1.0</th>"
             "<th>noise floor ±</th></tr>")
     rows = "".join(
         f"<tr><td>{escape(p.program)}</td><td>{p.graphs}</td><td>{p.configs}</td>"
         f"<td>{p.ok}</td><td>{p.skipped}</td><td>{p.errors}</td>"
         f"<td>{_fmt(p.median_relative)}</td><td>{_fmt(p.best_speedup)}</td>"
-        f"<td>{_pct(p.ci_half_width)}</td>"
+        f"<td>{_pct(p.ci_half_width)}</td><td>{_apart(p.pairs, p.pairs_separated)}</td>"
         f"<td>{f'{p.controls_held}/{p.controls}' if p.controls else '–'}</td>"
         f"<td>{_pct(p.noise_floor)}</td></tr>"
         for p in stats.programs)
@@ -75,6 +88,7 @@ def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]
         f"<h2>Per program</h2>{_noise_line(stats)}{_program_table(stats)}"
         "<p class=\"muted\">Relative runtime: ok, non-default configs (runtime over the "
         "default's runtime in the same timing window). Median CI ±: half-width of the labels' "
-        "95% confidence intervals. Best speed-up: default runtime over the "
+        "95% confidence intervals. Pairs told apart: config pairs of one graph (the default "
+        "included) whose CIs are disjoint. Best speed-up: default runtime over the "
         "fastest config's.</p></body></html>\n"
     )

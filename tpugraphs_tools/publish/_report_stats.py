@@ -28,6 +28,8 @@ class ProgramStats:
     controls: int = 0                   # A/A control rows (one per timed batch)
     controls_held: int = 0              # ... whose CI holds 1.0
     noise_floor: float | None = None    # median half-width of the controls' CIs
+    pairs: int = 0                      # config pairs within a graph with labels (default too)
+    pairs_separated: int = 0            # ... whose 95% CIs are disjoint
 
 
 @dataclass
@@ -43,6 +45,8 @@ class ReportStats:
     controls: int = 0
     controls_held: int = 0
     noise_floor: float | None = None
+    pairs: int = 0
+    pairs_separated: int = 0
 
 
 def _status_counts(configs: pl.LazyFrame) -> dict[str, int]:
@@ -73,6 +77,7 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
     configs = configs.with_columns(
         pl.col("graph_id").replace_strict(programs_of, default=None).alias("program"))
     noise = _noise(configs)
+    separation = _separation(configs)
     configs = configs.filter(pl.col("status") != "control")  # not configs: batch checks
     measured = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
                 & (pl.col("relative_to_default") > 0))
@@ -97,6 +102,7 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
             best_speedup=1.0 / min(relative) if relative else None,
             median_relative=_median(relative) if relative else None,
             **noise.get(program, {}),
+            **separation.get(program, {}),
         ))
     per_graph = configs.group_by("graph_id").agg(
         pl.len().alias("n"), (pl.col("status") == "ok").sum().alias("ok")
@@ -117,6 +123,8 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
         controls=sum(p.controls for p in per_program),
         controls_held=sum(p.controls_held for p in per_program),
         noise_floor=noise.get(None, {}).get("noise_floor"),
+        pairs=sum(p.pairs for p in per_program),
+        pairs_separated=sum(p.pairs_separated for p in per_program),
     )
 
 
@@ -143,3 +151,22 @@ def _noise(configs: pl.LazyFrame) -> dict[str | None, dict]:
     out[None] = configs.select(exprs).collect(engine="streaming").to_dicts()[0]
     return {k: {**v, "controls": int(v["controls"]), "controls_held": int(v["controls_held"])}
             for k, v in out.items()}
+
+
+def _separation(configs: pl.LazyFrame) -> dict[str, dict[str, int]]:
+    """Per program: config pairs within a graph whose labels carry CIs, and how many of those
+    CIs are disjoint (the orders the labels claim). Per graph, each interval counts the
+    intervals that start above its end (a sorted search: no pair list, any graph size)."""
+    if not {"relative_ci_low", "relative_ci_high"} <= set(configs.collect_schema().names()):
+        return {}
+    labelled = configs.filter((pl.col("status") == "ok") & pl.col("relative_ci_low").is_not_null()
+                              & pl.col("relative_ci_high").is_not_null())
+    per_graph = labelled.group_by("program", "graph_id").agg(
+        pl.len().cast(pl.Int64).alias("n"),
+        (pl.len() - pl.col("relative_ci_low").sort().search_sorted(
+            pl.col("relative_ci_high"), side="right")).cast(pl.Int64).sum().alias("apart"))
+    per_program = per_graph.group_by("program").agg(
+        (pl.col("n") * (pl.col("n") - 1) // 2).sum().alias("pairs"),
+        pl.col("apart").sum().alias("pairs_separated")).collect(engine="streaming")
+    return {r.pop("program"): {k: int(v) for k, v in r.items()}
+            for r in per_program.to_dicts()}
