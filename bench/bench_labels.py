@@ -48,8 +48,10 @@ def fixed_repeats(mode: str) -> int | None:
     return None
 
 
-def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -> dict:
-    """One collection into a fresh dataset: its config rows and its wall time."""
+def collect_once(program: str, args: dict, configs: int, mode: str, seed: int,
+                 overrides: dict | None = None) -> dict:
+    """One collection into a fresh dataset: its config rows and its wall time.
+    ``overrides`` (``--set``) change MeasureOptions fields of the paired modes."""
     from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
     from tpugraphs_tools.measure.options import MeasureOptions
     from tpugraphs_tools.programs import ProgramArgs
@@ -58,7 +60,9 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -
     repeats = fixed_repeats(mode)
     old = {"timing": "fixed", "timing_batch": OLD_TIMING_BATCH, "repeats": repeats} \
         if repeats else {}
-    layout = MeasureOptions(configs=configs, seed=seed, adaptive=mode != "paired_all", **old)
+    extra = {} if repeats else dict(overrides or {})
+    layout = MeasureOptions(configs=configs, seed=seed, adaptive=mode != "paired_all", **old,
+                            **extra)
     with TemporaryDirectory(prefix="tgt-labels-") as out:
         item = CollectItem(program=program, program_args=ProgramArgs(**args), options=layout)
         start = time.perf_counter()
@@ -68,7 +72,7 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int) -
     keep = ("config_index", "status", "is_default", "relative_to_default", "relative_ci_low",
             "relative_ci_high", "rounds", "stop_reason", "runtime_cv", "runs_per_sample",
             "default_runtime_ns", "measure_seconds", "window_sd")
-    return {"mode": mode, "wall_s": wall, "load": os.getloadavg()[0],
+    return {"mode": mode, "wall_s": wall, "load": os.getloadavg()[0], "options": extra,
             "rows": [{k: r.get(k) for k in keep} for r in rows]}
 
 
@@ -164,6 +168,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _overridden(runs: dict[str, list[dict]]) -> str:
+    """The ``--set`` overrides the saved paired runs were collected with, if any."""
+    found = sorted({f"{k}={v}" for program_runs in runs.values() for r in program_runs
+                    for k, v in (r.get("options") or {}).items()})
+    return f" Paired runs collected with `--set` {', '.join(found)}." if found else ""
+
+
 def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
     from tpugraphs_tools.measure.options import MeasureOptions
 
@@ -180,7 +191,7 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
         f"{d.max_seconds_per_config:g} --copies {d.copies} --timing-batch {d.timing_batch}`, "
         "1 compile worker, isolation `pause`, strategy `default`, seed "
         f"{args.seed}. τ all configs: Kendall τ of runs 1 and 2 over every config. Load = "
-        "1-min load average when the run ended.", "",
+        "1-min load average when the run ended." + _overridden(runs), "",
         "| program (configs) | engine | claimed pairs (run 1) | claimed order kept (run 2) | "
         "τ all configs | median CI ± | A/A control holds 1.0 | wall s (runs) | load |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -251,6 +262,18 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def overrides(pairs: list[str]) -> dict:
+    """``--set KEY=VALUE`` → MeasureOptions fields, typed like the field's default."""
+    from tpugraphs_tools.measure.options import MeasureOptions
+
+    defaults = MeasureOptions()
+    out = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        out[key] = type(getattr(defaults, key))(value)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", default=",".join(PROGRAMS))
@@ -260,6 +283,8 @@ def main() -> int:
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--first-run", type=int, default=0,
                         help="number of the first saved run (add runs to an earlier --save)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="MeasureOptions field for the paired modes (e.g. max_rounds=2000)")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--title", default="Label reproducibility and A/A control",
                         help="docs/benchmarks.md section that --write replaces")
@@ -271,7 +296,8 @@ def main() -> int:
         for name in names:
             program, pargs, configs = PROGRAMS[name]
             for n, mode in enumerate(args.modes.split(","), start=args.first_run):
-                run = collect_once(program, pargs, configs, mode, args.seed)
+                run = collect_once(program, pargs, configs, mode, args.seed,
+                                   overrides(args.set))
                 (save / f"{name}.{n}.{mode}.json").write_text(json.dumps(run))
                 print(f"{name} {mode}: {run['wall_s']:.1f} s, load {run['load']:.1f}",
                       flush=True)
