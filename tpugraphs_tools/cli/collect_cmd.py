@@ -60,7 +60,7 @@ from tpugraphs_tools.format import KINDS
               help="Stop timing a config once its 95%% CI half-width is within this "
                    "fraction of its ratio (or its CI separates it from the default and its "
                    "rank neighbours).")
-@click.option("--max-rounds", default=1000, show_default=True, type=click.IntRange(min=3),
+@click.option("--max-rounds", default=3000, show_default=True, type=click.IntRange(min=3),
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,
               type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")

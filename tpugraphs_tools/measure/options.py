@@ -61,7 +61,7 @@ class MeasureOptions:
     timing: str = "paired"
     min_sample_ms: float = 1.0
     target_precision: float = 0.01
-    max_rounds: int = 1000
+    max_rounds: int = 3000
     max_seconds_per_config: float = 10.0
     copies: int = 8
     max_kernels: int | None = None

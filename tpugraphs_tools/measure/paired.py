@@ -39,7 +39,7 @@ class StopRule:
 
     target_precision: float = 0.01     # CI half-width relative to the ratio
     min_rounds: int = 8                # no CI is trusted before this many rounds
-    max_rounds: int = 1000
+    max_rounds: int = 3000
     max_seconds_per_config: float = 10.0
     confidence: float = 0.95
     # Stopping is looked at only every ×1.5 rounds, and separation needs this stricter CI:
