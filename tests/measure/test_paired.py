@@ -136,6 +136,22 @@ def test_every_round_times_the_default_and_each_config_once_in_varying_order():
     assert len(set(positions)) >= 4
 
 
+def test_the_seed_sets_the_round_order_so_reruns_can_differ():
+    def orders(seed: int | None) -> list[int]:
+        seen: list[int] = []
+
+        def sample(i: int, copy: int) -> tuple[float, float]:
+            seen.append(i)
+            return 1e6, 0.001
+
+        time_paired(sample, 4, StopRule(max_rounds=10, min_rounds=4, copies=2),
+                    adaptive=False, seed=seed)
+        return seen
+
+    assert orders(1) == orders(1) and orders(None) == orders(None)
+    assert len({tuple(orders(seed)) for seed in range(5)}) == 5
+
+
 def test_a_recency_effect_does_not_bias_the_aa_control():
     """A program run again soon is faster (its code and buffers still in cache). The default
     is sampled exactly as often as the A/A control, in shuffled rounds, so the control's CI

@@ -197,19 +197,20 @@ def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[fl
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                 rule: StopRule, context: Sequence[tuple[float, float]] = (),
                 control: Sequence[int] = (), adaptive: bool = True,
-                placement: Placement | None = None) -> PairedBatch:
+                placement: Placement | None = None, seed: int | None = None) -> PairedBatch:
     """Time ``count`` configs against the default in rounds until ``rule`` stops them.
 
-    ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``)
-    or of config ``i`` and returns (ns per run, seconds the sample took); every program has
+    ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``) or
+    of config ``i`` and returns (ns per run, seconds the sample took); every program has
     ``rule.copies`` copies and round r uses copy r mod ``rule.copies`` of each. A round samples
-    the default and every active config once, in a random order (seeded, so a batch is
-    reproducible given its timings). ``context`` holds the CIs of this graph's configs
-    finished earlier (rank neighbours); ``control`` indices (A/A copies of the default, configs
-    re-timed from earlier batches) are timed every round while any other config is active and
-    never stop a batch early. ``placement`` pools the between-copy spread across the batches
-    of a graph (it is updated here). Without ``adaptive`` every config runs to the caps
-    (``max_rounds`` or ``max_seconds_per_config``), with no early stop.
+    the default and every active config once, in a random order from ``seed`` (the measurement
+    worker draws a fresh one per batch, so reruns are independent replicates of the order; None
+    derives it from the batch's size, for reproducible tests). ``context`` holds the CIs of this
+    graph's configs finished earlier (rank neighbours); ``control`` indices (A/A copies of the
+    default, configs re-timed from earlier batches) are timed every round while any other config
+    is active and never stop a batch early. ``placement`` pools the between-copy spread across
+    the batches of a graph (it is updated here). Without ``adaptive`` every config runs to the
+    caps (``max_rounds`` or ``max_seconds_per_config``), with no early stop.
     """
     placement = placement if placement is not None else Placement()
     batch = PairedBatch(config_ns=[[] for _ in range(count)],
@@ -217,7 +218,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                         copy_of=[[] for _ in range(count)], seconds=[0.0] * count,
                         stop_reason=[None] * count)
     copies = max(1, rule.copies)
-    shuffle = random.Random(count * 1009 + len(context))
+    shuffle = random.Random(count * 1009 + len(context) if seed is None else seed)
     controls = set(control)
     active = list(range(count))
     # Controls wait for the configs; in a control-only batch they are the configs.

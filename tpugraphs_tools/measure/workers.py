@@ -127,7 +127,7 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
 
 def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec, k: int,
                   context: list[tuple[float, float]], placement: Any, waiting: list[int],
-                  results: list[ConfigResult]) -> None:
+                  results: list[ConfigResult], seed: int | None = None) -> None:
     """Time ``runs`` against ``reference`` in paired rounds and label ``results`` (one per
     run); each run is a list of loaded copies of one program (``spec.stop.copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
@@ -141,7 +141,8 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
     # Fewer copies than asked when loading ran out of memory (load_copies).
     rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]))
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
-                        control=waiting, adaptive=spec.adaptive, placement=placement)
+                        control=waiting, adaptive=spec.adaptive, placement=placement,
+                        seed=seed)
     default = Timing.of([round(x) for x in batch.default_ns])
     for i, result in enumerate(results):
         ratio = batch.ratio(i, spec.stop.confidence)
@@ -296,8 +297,12 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             timed.append((ConfigResult(None, CONTROL), []))
             blobs.append(base_blob)
             results.append(timed[-1][0])
+            # A fresh draw per batch, not the config seed: a process given the same load
+            # order places its copies the same way, so every rerun would repeat one placement
+            # (mlp_mixer's control read below 1 in 7 of 7 runs with a fixed order).
+            order_seed = random.SystemRandom().randrange(2 ** 32)
             bases = load_copies(base_blob, blobs, [exes for _, exes in timed],
-                                spec.stop.copies, device, seed=len(results) + spec.seed)
+                                spec.stop.copies, device, seed=order_seed)
         if timed:
             copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
             defaults = [lambda e=e: C.run(e, inputs) for e in bases]
@@ -318,7 +323,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
                     waiting = [i for i, (r, _) in enumerate(timed)
                                if r.status == CONTROL or r.repeat_of is not None]
                     paired_labels(defaults, copies, spec, runs_per_sample, message.context,
-                                  placement, waiting, [r for r, _ in timed])
+                                  placement, waiting, [r for r, _ in timed], seed=order_seed)
                 else:
                     ref, cands = time_batch(lambda: C.run(base, inputs), runs, 0, spec.repeats)
                     for (result, _), timing in zip(timed, cands, strict=True):
