@@ -28,10 +28,10 @@ def label_summary(data: Path) -> str:
     half-width, and how many A/A control rows hold 1.0 (one per timing batch)."""
     import numpy as np
 
+    from tpugraphs_tools.collect.labels import separated_pairs
     from tpugraphs_tools.store import Dataset
 
     rows = Dataset.open(data).table("configs").to_dicts()
-    pairs = sure = 0
     half: list[float] = []
     by_graph: dict[str, list[tuple[float, float]]] = {}
     for r in rows:
@@ -41,11 +41,8 @@ def label_summary(data: Path) -> str:
         by_graph.setdefault(r["graph_id"], []).append(ci)
         if not r["is_default"]:
             half.append((ci[1] - ci[0]) / 2 / r["relative_to_default"])
-    for cis in by_graph.values():
-        for i, a in enumerate(cis):
-            for b in cis[i + 1:]:
-                pairs += 1
-                sure += a[1] < b[0] or b[1] < a[0]
+    pairs = sum(len(cis) * (len(cis) - 1) // 2 for cis in by_graph.values())
+    sure = sum(separated_pairs(*zip(*cis, strict=True)) for cis in by_graph.values())
     controls = [r for r in rows if r["status"] == "control"]
     held = sum(1 for r in controls if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"])
     return (f"Labels: {len(by_graph)} graphs; {sure:,} of {pairs:,} config pairs "
