@@ -117,6 +117,13 @@ def _ignore(*_args: object) -> None:
 terminal = Terminal()
 
 
+def print_pairs_apart(apart: int, pairs: int) -> None:
+    """One line for ``tgt collect`` and ``tgt report``: the orders the labels claim."""
+    if pairs:
+        terminal.print(f"config pairs the labels order (95% CIs disjoint, within a graph): "
+                       f"{apart}/{pairs} ({100 * apart / pairs:.0f}%)")
+
+
 def handle_errors(fn: F) -> F:
     """Turn tgt's typed errors into a one-line red message and exit code 1 (no traceback)."""
 

@@ -7,7 +7,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
+from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, print_pairs_apart, terminal
 from tpugraphs_tools.format import KINDS
 
 
@@ -206,11 +206,8 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
         terminal.print(f"noise floor (A/A control CI half-width, median over graphs): "
                        f"±{100 * sorted(floors)[len(floors) // 2]:.2f}%; control CI holds 1.0 "
                        f"in {held}/{total} batches")
-    pairs = sum(s.get("pairs") or 0 for s in summaries.values())
-    if pairs:
-        apart = sum(s.get("pairs_separated") or 0 for s in summaries.values())
-        terminal.print(f"config pairs the labels order (95% CIs disjoint, within a graph): "
-                       f"{apart}/{pairs} ({100 * apart / pairs:.0f}%)")
+    print_pairs_apart(sum(s.get("pairs_separated") or 0 for s in summaries.values()),
+                      sum(s.get("pairs") or 0 for s in summaries.values()))
 
 
 def _pct(value: float | None) -> str:

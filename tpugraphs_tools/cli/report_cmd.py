@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
+from tpugraphs_tools.cli._common import data_argument, handle_errors, print_pairs_apart, terminal
 
 
 @click.command("report")
@@ -30,7 +30,4 @@ def report(data: str, out: str, overwrite: bool) -> None:
     stats = result.stats
     terminal.success(f"{stats.graphs} graphs, {stats.configs} configs, "
                      f"{len(result.plots)} plots → {result.page}")
-    if stats.pairs:
-        terminal.print(f"config pairs the labels order (95% CIs disjoint, within a graph): "
-                       f"{stats.pairs_separated}/{stats.pairs} "
-                       f"({100 * stats.pairs_separated / stats.pairs:.0f}%)")
+    print_pairs_apart(stats.pairs_separated, stats.pairs)
