@@ -71,7 +71,7 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int,
         rows = Dataset.open(out).table("configs").to_dicts()
     keep = ("config_index", "status", "is_default", "relative_to_default", "relative_ci_low",
             "relative_ci_high", "rounds", "stop_reason", "runtime_cv", "runs_per_sample",
-            "default_runtime_ns", "measure_seconds", "window_sd")
+            "default_runtime_ns", "measure_seconds", "window_sd", "process_sd")
     return {"mode": mode, "wall_s": wall, "load": os.getloadavg()[0], "options": extra,
             "rows": [{k: r.get(k) for k in keep} for r in rows]}
 
@@ -188,7 +188,8 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
         f"engine (10 rounds, shared default minimum, timing batch {OLD_TIMING_BATCH}, its claim rule |Δ| > 2×CV) "
         f"twice. Paired defaults: `--min-sample-ms {d.min_sample_ms:g} --target-precision "
         f"{d.target_precision:g} --max-rounds {d.max_rounds} --max-seconds-per-config "
-        f"{d.max_seconds_per_config:g} --copies {d.copies} --timing-batch {d.timing_batch}`, "
+        f"{d.max_seconds_per_config:g} --copies {d.copies} --measure-processes "
+        f"{d.measure_processes} --timing-batch {d.timing_batch}`, "
         "1 compile worker, isolation `pause`, strategy `default`, seed "
         f"{args.seed}. τ all configs: Kendall τ of runs 1 and 2 over every config. Load = "
         "1-min load average when the run ended." + _overridden(runs), "",

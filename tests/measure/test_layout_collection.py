@@ -52,6 +52,9 @@ def test_noop_crash_duplicate_and_real_configs(convnet_source, monkeypatch):
                if rows_ok["status"] == "repeat")
     assert all(r["relative_ci_low"] <= r["relative_to_default"] <= r["relative_ci_high"]
                for r in result.rows if r["status"] in ("ok", "control"))
+    # Timed in two measurement processes (the default): labels carry their spread.
+    assert all(r["process_sd"] is not None for r in result.rows
+               if r["status"] in ("ok", "control") and not r["is_default"])
     assert result.rows[0]["stop_reason"] == "reference"
     assert result.rows[0]["relative_to_default"] == 1.0
     rows = result.rows

@@ -68,6 +68,11 @@ from tpugraphs_tools.format import KINDS
               help="Loaded copies of the default and of each config, rotated over rounds: "
                    "identical programs loaded twice run at slightly different speeds "
                    "(code/buffer placement), and the copies' spread enters every CI.")
+@click.option("--measure-processes", default=2, show_default=True, type=click.IntRange(min=1),
+              help="Paired: measurement processes every batch is timed in, one after the "
+                   "other. What the copies in one process share (buffer placement, load "
+                   "order) differs between processes: labels average them and their CIs "
+                   "include the spread. The precision target, caps and copies are shared out.")
 @click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
 @click.option("--timeout", "timeout", default=120.0, show_default=True,
               help="Seconds per config (compile, or run) before the worker is killed.")
@@ -206,6 +211,10 @@ def _print_config_summary(summaries: dict[str, dict]) -> None:
         terminal.print(f"noise floor (A/A control CI half-width, median over graphs): "
                        f"±{100 * sorted(floors)[len(floors) // 2]:.2f}%; control CI holds 1.0 "
                        f"in {held}/{total} batches")
+    spreads = [s["process_sd"] for s in summaries.values() if s.get("process_sd") is not None]
+    if spreads:
+        terminal.print(f"spread between measurement processes (SD, median over graphs): "
+                       f"{100 * sorted(spreads)[len(spreads) // 2]:.2f}%, in every label's CI")
     print_pairs_apart(sum(s.get("pairs_separated") or 0 for s in summaries.values()),
                       sum(s.get("pairs") or 0 for s in summaries.values()))
 

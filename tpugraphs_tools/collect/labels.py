@@ -121,4 +121,6 @@ def label_quality(rows: list[dict[str, Any]]) -> LabelQuality:
         pairs=len(labelled) * (len(labelled) - 1) // 2,
         pairs_separated=separated_pairs([r["relative_ci_low"] for r in labelled],
                                         [r["relative_ci_high"] for r in labelled]),
+        process_sd=statistics.median(sds) if (sds := [
+            r["process_sd"] for r in ok if r.get("process_sd") is not None]) else None,
     )

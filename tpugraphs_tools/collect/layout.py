@@ -89,6 +89,7 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
         "relative_ci_low": result.relative_ci_low,
         "relative_ci_high": result.relative_ci_high,
         "rounds": result.rounds, "stop_reason": result.stop_reason,
+        "process_sd": result.process_sd,
         "runs_per_sample": result.runs_per_sample,
         "max_abs_error": result.max_abs_error,
         "compile_seconds": result.compile_seconds,

@@ -26,6 +26,7 @@ class LabelQuality:
     control_range: tuple[float, float] | None  # (lowest, highest) A/A ratio
     pairs: int = 0                       # pairs of the graph's labelled configs (default too)
     pairs_separated: int = 0             # ... whose 95% CIs are disjoint: orders the labels claim
+    process_sd: float | None = None      # between-process SD (log scale) in the ok labels' CIs
 
 
 @dataclass(frozen=True)

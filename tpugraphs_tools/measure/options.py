@@ -8,6 +8,7 @@ through :meth:`MeasureOptions.from_keys` (field name = plan key = flag without `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -42,7 +43,11 @@ class MeasureOptions:
         target_precision: a config stops once its 95% CI half-width is this fraction of it.
         max_rounds: cap on paired rounds per config.
         max_seconds_per_config: cap on timed seconds per config.
-        copies: loaded copies of the default and of each config, rotated over rounds.
+        copies: loaded copies of the default and of each config, rotated over rounds (all
+            measurement processes together).
+        measure_processes: measurement processes every batch is timed in, one after the
+            other (paired engine): labels average them and their CIs include the spread
+            between processes; the precision target, the caps and the copies are shared out.
         max_kernels: tile collection: at most this many distinct kernels per program.
         backend: jax backend that compiles and times (None: jax's default); the request's.
         rtol: numerics tolerance × max |default output| (None: fits the module's precision).
@@ -64,6 +69,7 @@ class MeasureOptions:
     max_rounds: int = 3000
     max_seconds_per_config: float = 10.0
     copies: int = 8
+    measure_processes: int = 2
     max_kernels: int | None = None
     backend: str | None = None
     rtol: float | None = None
@@ -95,11 +101,15 @@ class MeasureOptions:
 
     @property
     def stop(self) -> StopRule:
-        """The paired engine's stopping rule."""
-        return StopRule(target_precision=self.target_precision, max_rounds=self.max_rounds,
-                        max_seconds_per_config=self.max_seconds_per_config,
-                        min_rounds=min(StopRule.min_rounds, self.max_rounds),
-                        copies=self.copies)
+        """The paired engine's stopping rule for one measurement process: the combined label
+        of ``measure_processes`` reaches ``target_precision`` when each reaches √P times it,
+        and the round and time caps and the copies are the whole label's."""
+        p = self.measure_processes if self.timing == "paired" else 1
+        rounds = max(3, math.ceil(self.max_rounds / p))
+        return StopRule(target_precision=self.target_precision * math.sqrt(p),
+                        max_rounds=rounds, max_seconds_per_config=self.max_seconds_per_config / p,
+                        min_rounds=min(StopRule.min_rounds, rounds),
+                        copies=max(1, math.ceil(self.copies / p)))
 
 
 _DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}
@@ -109,7 +119,7 @@ KEYS = tuple(name for name in _DEFAULTS if name not in ("backend", "rtol", "adap
 _MINIMUM: dict[str, float | None] = {
     "configs": 0, "seed": None, "warmup": 0, "repeats": 1, "timeout": None, "workers": 1,
     "timing_batch": 1, "min_sample_ms": 0.0, "target_precision": 0.0, "max_rounds": 3,
-    "max_seconds_per_config": 0.0, "copies": 1, "max_kernels": 1}
+    "max_seconds_per_config": 0.0, "copies": 1, "measure_processes": 1, "max_kernels": 1}
 _OPTIONAL = {"max_kernels"}
 _CHOICES: dict[str, tuple[str, ...]] = {"strategy": STRATEGIES, "isolation": ISOLATIONS,
                                         "timing": ENGINES}
@@ -128,7 +138,8 @@ def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed,
                        warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
                        options=compile_options, engine=opts.timing,
-                       min_sample_ms=opts.min_sample_ms, stop=opts.stop, adaptive=opts.adaptive)
+                       min_sample_ms=opts.min_sample_ms, stop=opts.stop, adaptive=opts.adaptive,
+                       processes=opts.measure_processes if opts.timing == "paired" else 1)
     return spec, pipeline_options(opts, isolation)
 
 

@@ -7,7 +7,10 @@ executables (milliseconds), checks numerics and times them in batches against th
 (``timing.time_batch``). Isolation keeps compilation off the timed runs: ``pin`` gives the
 measurement worker the first CPU and the compile workers the others (many-core hosts); ``pause``
 lets the measurement use every CPU and stops the compile workers (SIGSTOP/SIGCONT) for exactly
-the timed rounds, so they compile during everything else (few-core hosts).
+the timed rounds, so they compile during everything else (few-core hosts). The paired engine
+keeps ``SessionSpec.processes`` measurement workers and times every batch in each in turn: what
+all copies in one process share varies between them, and the labels' CIs include it
+(replicas.py).
 
 Crashes and hangs in either kind of worker become ``crash``/``timeout`` records; a batch whose
 worker died is retried one config at a time so a single bad config cannot take valid ones down.
@@ -29,6 +32,7 @@ from tpugraphs_tools.measure.processes import (
     signal_all,
     split_cpus,
 )
+from tpugraphs_tools.measure.replicas import ProcessSpread, combine
 from tpugraphs_tools.measure.worker import (
     CRASH,
     DUPLICATE,
@@ -81,18 +85,34 @@ class PipelinedMeasurer:
         self.restarts = 0
         self.repeats_sent = 0
         self._timed_ok: list[Compiled] = []  # compiled items timed ok (repeat pool)
-        self._measure: WorkerProcess | None = None
+        # Paired engine: every batch is timed in each measurement process in turn, and the
+        # labels are combined (replicas.py); ``_phase`` is the process timing now.
+        self.processes = max(1, spec.processes) if spec.engine == "paired" else 1
+        self.spread = ProcessSpread()
+        self._measures: list[WorkerProcess | None] = [None] * self.processes
+        self._phase = 0
         self._compilers: list[WorkerProcess] = []
 
     # -- worker management ---------------------------------------------------------------
     @property
     def _measurer(self) -> WorkerProcess:
-        """The measurement worker: started by ``start()``, replaced after it died."""
-        assert self._measure is not None, "start() the measurer first"
-        return self._measure
+        """The measurement worker timing now: started by ``start()``, replaced after it
+        died."""
+        measure = self._measures[self._phase]
+        assert measure is not None, "start() the measurer first"
+        return measure
 
-    def _start_measure(self) -> None:
-        measure = self._measure = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
+    def _start_measure(self, slot: int | None = None) -> None:
+        slot = self._phase if slot is None else slot
+        self._spawn_measure(slot)
+        self._await_measure(slot)
+
+    def _spawn_measure(self, slot: int) -> None:
+        self._measures[slot] = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
+
+    def _await_measure(self, slot: int) -> None:
+        measure = self._measures[slot]
+        assert measure is not None
         if not measure.conn.poll(self.opts.timeout_s * 2 + 60):
             measure.kill()
             raise WorkerError("measurement worker did not finish the default config in time")
@@ -104,7 +124,8 @@ class PipelinedMeasurer:
         if kind != "ready":
             measure.kill()
             raise WorkerError(f"default config failed: {payload}")
-        self.default_info = payload
+        if slot == 0 or self.default_info is None:
+            self.default_info = payload
 
     def _new_compiler(self) -> WorkerProcess:
         return WorkerProcess(W.compile_main, self.spec, self.compile_cpus)
@@ -113,16 +134,20 @@ class PipelinedMeasurer:
         if not self._compilers:
             count = max(1, self.opts.compile_workers)
             self._compilers = [self._new_compiler() for _ in range(count)]
-        if self._measure is None:
-            self._start_measure()
-        assert self.default_info is not None  # set by _start_measure, or it raised
+        missing = [slot for slot, m in enumerate(self._measures) if m is None]
+        for slot in missing:  # start together: each imports jax and compiles the default
+            self._spawn_measure(slot)
+        for slot in missing:
+            self._await_measure(slot)
+        assert self.default_info is not None  # set by _await_measure, or it raised
         return self.default_info
 
     def close(self) -> None:
-        for proc in [*self._compilers, *([self._measure] if self._measure else [])]:
+        for proc in [*self._compilers, *(m for m in self._measures if m)]:
             proc.stop()
         self._compilers = []
-        self._measure = None
+        self._measures = [None] * self.processes
+        self._phase = 0
 
     def __enter__(self) -> PipelinedMeasurer:
         return self
@@ -147,6 +172,8 @@ class PipelinedMeasurer:
         singles: deque[Compiled] = deque()    # retried alone after a batch died
         batch: list[Compiled] = []
         batch_started = 0.0
+        message = Batch([])
+        timed_by: list[list[ConfigResult]] = []  # the batch's results per process so far
         timeout = self.opts.timeout_s
         # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
         # (a new process is not in the round's pause list).
@@ -177,8 +204,9 @@ class PipelinedMeasurer:
                 if batch:
                     pause = ([p.pid for p in self._compilers]
                              if self.isolation == "pause" else [])
-                    self._measurer.conn.send(Batch([*batch, *self._repeat(singles)], pause,
-                                                   context()))
+                    message = Batch([*batch, *self._repeat(singles)], pause, context())
+                    self._phase, timed_by = 0, []
+                    self._measurer.conn.send(message)
                     batch_started = time.monotonic()
 
             conns = [self._compilers[s].conn for s in compiling]
@@ -230,6 +258,18 @@ class PipelinedMeasurer:
                     paused = max((r.paused_seconds for r in results), default=0.0)
                     for flight in compiling.values():  # stopped compiles did not progress
                         flight.started += paused
+                    timed_by.append(results)
+                    if self._phase + 1 < self.processes:  # the next process times it too
+                        self._phase += 1
+                        k = next((r.runs_per_sample for r in results if r.runs_per_sample),
+                                 None)
+                        message = replace(message, runs_per_sample=k)
+                        self._measurer.conn.send(message)
+                        batch_started = time.monotonic()
+                        continue
+                    self._phase = 0
+                    if len(timed_by) > 1:
+                        results = combine(timed_by, self.spread, self.spec.stop.confidence)
                     ok = {r.index for r in results if r.status == OK and r.repeat_of is None}
                     # Keep the latest few (serialized executables are big) to re-time.
                     self._timed_ok = [*self._timed_ok,
@@ -271,17 +311,27 @@ class PipelinedMeasurer:
         whose configs reached timing still gets its default measured in a batch window)."""
         self.start()
         pause = [p.pid for p in self._compilers] if self.isolation == "pause" else []
-        self._measurer.conn.send(Batch([], pause))
-        if not self._measurer.conn.poll(self.opts.timeout_s):
-            self._measurer.kill()
-            signal_all(pause, signal.SIGCONT)
-            self._measure = None
-            raise WorkerError("the default config could not be timed in time")
-        try:
-            _kind, results = self._measurer.conn.recv()
-        except (EOFError, ConnectionError):
-            raise WorkerError("measurement worker died timing the default: "
-                              + self._measurer.exit_description()) from None
+        timed_by: list[list[ConfigResult]] = []
+        k = None
+        for phase in range(self.processes):
+            self._phase = phase
+            self._measurer.conn.send(Batch([], pause, runs_per_sample=k))
+            if not self._measurer.conn.poll(self.opts.timeout_s):
+                self._measurer.kill()
+                signal_all(pause, signal.SIGCONT)
+                self._measures[phase], self._phase = None, 0
+                raise WorkerError("the default config could not be timed in time")
+            try:
+                _kind, results = self._measurer.conn.recv()
+            except (EOFError, ConnectionError):
+                self._phase = 0
+                raise WorkerError("measurement worker died timing the default: "
+                                  + self._measurer.exit_description()) from None
+            timed_by.append(results)
+            k = next((r.runs_per_sample for r in results if r.runs_per_sample), None)
+        self._phase = 0
+        results = combine(timed_by, self.spread, self.spec.stop.confidence) \
+            if len(timed_by) > 1 else timed_by[0]
         for result in results:
             on_result(result)
 
@@ -303,3 +353,4 @@ class PipelinedMeasurer:
             on_result(ConfigResult(item.index, status, error=message,
                                    compile_seconds=item.compile_seconds, realized=item.realized))
         self._start_measure()
+        self._phase = 0  # the batch's results so far are dropped: it is timed again whole

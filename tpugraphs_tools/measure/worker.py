@@ -46,8 +46,10 @@ class SessionSpec:
     # runs against a solo-timed default (the tile collection, and the old layout engine).
     engine: str = "fixed"
     min_sample_ms: float = 1.0
-    stop: StopRule = field(default_factory=StopRule)
+    stop: StopRule = field(default_factory=StopRule)   # per measurement process
     adaptive: bool = True
+    # Paired engine: measurement processes each batch is timed in (measure/replicas.py).
+    processes: int = 1
 
 
 @dataclass
@@ -81,6 +83,9 @@ class Batch:
     items: list[Compiled]
     pause: list[int] = field(default_factory=list)
     context: list[tuple[float, float]] = field(default_factory=list)
+    # Paired engine: samples of k runs as another process of this session calibrated it (the
+    # processes of a graph time equal samples); None calibrates.
+    runs_per_sample: int | None = None
 
 
 @dataclass
@@ -120,6 +125,15 @@ class ConfigResult:
     timed_seconds: float | None = None
     measure_seconds: float | None = None  # the measurement worker's busy time, shared
     paused_seconds: float = 0.0           # compile workers stopped for this batch
+    # Paired engine, for combining one batch timed in several processes (replicas.py): the
+    # label on the log scale, its se (rounds and copy placement) and df, the raw samples.
+    log_center: float | None = None
+    log_se: float | None = None
+    df: int | None = None
+    config_samples_ns: list[int] | None = None
+    default_samples_ns: list[int] | None = None
+    processes: int = 1                    # measurement processes the label averages
+    process_sd: float | None = None       # between-process SD (log scale) in its CI
 
     @classmethod
     def of(cls, item: Compiled, status: str, **fields: Any) -> ConfigResult:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import random
 import signal
@@ -144,10 +145,15 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
                         control=waiting, adaptive=spec.adaptive, placement=placement,
                         seed=seed)
     default = Timing.of([round(x) for x in batch.default_ns])
+    default_ns = [round(x) for x in batch.default_ns]
     for i, result in enumerate(results):
         ratio = batch.ratio(i, spec.stop.confidence)
-        result.timing = Timing.of([round(x) for x in batch.config_ns[i]])
+        samples = [round(x) for x in batch.config_ns[i]]
+        result.timing = Timing.of(samples)
         result.default_timing = default
+        result.config_samples_ns, result.default_samples_ns = samples, default_ns
+        center, se2, place, df = batch.parts(i)
+        result.log_center, result.log_se, result.df = center, math.sqrt(se2 + place), df
         result.relative_to_default = ratio.ratio
         result.relative_ci_low, result.relative_ci_high = ratio.low, ratio.high
         result.rounds, result.stop_reason = ratio.rounds, batch.stop_reason[i]
@@ -317,7 +323,9 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             signal_all(pause, signal.SIGSTOP)
             try:
                 if spec.engine == "paired":
-                    if runs_per_sample is None:  # once per graph, compile workers stopped
+                    if message.runs_per_sample is not None:  # another process calibrated
+                        runs_per_sample = message.runs_per_sample
+                    elif runs_per_sample is None:  # once per graph, compile workers stopped
                         runs_per_sample = calibrate(lambda: C.run(base, inputs),
                                                     spec.min_sample_ms * 1e6)
                     waiting = [i for i, (r, _) in enumerate(timed)

@@ -1,0 +1,105 @@
+"""One batch timed in several measurement processes: combined labels and their CIs (synthetic)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tpugraphs_tools.measure import CONTROL, OK, REPEAT, MeasureOptions
+from tpugraphs_tools.measure.replicas import ProcessSpread, combine, combined_interval
+from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.worker import RUNTIME_ERROR, ConfigResult
+
+
+def _result(index: int | None, center: float, se: float, status: str = OK,
+            repeat_of: int | None = None, rounds: int = 100,
+            samples: tuple[int, ...] = (10, 12)) -> ConfigResult:
+    return ConfigResult(index, status, repeat_of=repeat_of,
+                        relative_to_default=math.exp(center), relative_ci_low=0.0,
+                        relative_ci_high=9.0, rounds=rounds, stop_reason="precision",
+                        log_center=center, log_se=se, df=rounds - 41,
+                        timing=Timing.of(list(samples)), config_samples_ns=list(samples),
+                        default_samples_ns=[11], timed_seconds=1.0, measure_seconds=2.0)
+
+
+def test_without_a_spread_between_processes_the_label_is_the_mean_with_pooled_se():
+    center, se, half = combined_interval([0.10, 0.12], [0.01, 0.02], [200, 200],
+                                         ProcessSpread())
+    assert center == pytest.approx(0.11)
+    assert se == pytest.approx(math.sqrt(0.01 ** 2 + 0.02 ** 2) / 2)
+    assert half == pytest.approx(1.966 * se, rel=1e-3)  # t with 400 df
+
+
+def test_the_pooled_spread_recovers_a_known_between_process_variance():
+    rng = np.random.default_rng(0)
+    spread = ProcessSpread()
+    tau, se = 0.02, 0.01
+    for _ in range(2000):
+        true = rng.normal(0, 0.1)
+        centers = true + rng.normal(0, tau, 2) + rng.normal(0, se, 2)
+        spread.add(list(centers), [se, se])
+    assert math.sqrt(spread.variance) == pytest.approx(tau, rel=0.05)
+    assert spread.df == 2000
+
+
+def _coverage(tau: float, pooled: bool, graphs: int = 400, items: int = 12) -> float:
+    """Share of combined 95% CIs holding the true log-ratio when each process adds an effect
+    of SD ``tau`` per item that its own se does not see."""
+    rng = np.random.default_rng(1)
+    held = total = 0
+    se = 0.01
+    for _ in range(graphs):
+        truth = rng.normal(0, 0.05, items)
+        centers = truth[:, None] + rng.normal(0, tau, (items, 2)) + rng.normal(0, se, (items, 2))
+        spread = ProcessSpread()
+        if pooled:
+            for c in centers:
+                spread.add(list(c), [se, se])
+        for t, c in zip(truth, centers, strict=True):
+            center, _, half = combined_interval(list(c), [se, se], [300, 300], spread)
+            held += abs(center - t) <= half
+            total += 1
+    return held / total
+
+
+def test_cis_cover_the_truth_only_with_the_between_process_term():
+    assert _coverage(0.015, pooled=True) >= 0.93
+    assert _coverage(0.015, pooled=False) < 0.75
+    assert _coverage(0.0, pooled=True) >= 0.94  # no such effect: the term costs little
+
+
+def test_combine_merges_items_across_processes_and_keeps_failures():
+    first = [_result(1, 0.10, 0.01), _result(2, 0.0, 0.01), _result(None, 0.0, 0.01, CONTROL),
+             _result(1, 0.11, 0.01, REPEAT, repeat_of=1), _result(3, 0.2, 0.01)]
+    second = [_result(None, 0.02, 0.01, CONTROL, rounds=300, samples=(20,)),
+              _result(1, 0.12, 0.01, rounds=300, samples=(14, 16)),
+              _result(2, 0.0, 0.01, RUNTIME_ERROR), _result(1, 0.09, 0.01, REPEAT, repeat_of=1)]
+    spread = ProcessSpread()
+    out = combine([first, second], spread)
+    assert [(r.index, r.status) for r in out] == [(1, OK), (2, RUNTIME_ERROR), (None, CONTROL),
+                                                 (1, REPEAT), (3, OK)]
+    config, _, control, repeat, alone = out
+    assert config.log_center == pytest.approx(0.11)
+    assert config.relative_to_default == pytest.approx(math.exp(0.11))
+    assert config.relative_ci_low < math.exp(0.11) < config.relative_ci_high
+    assert config.rounds == 400 and config.processes == 2
+    assert config.timing is not None and config.timing.repeats == 4
+    assert config.timing.min_ns == 10 and config.default_timing.repeats == 2
+    assert config.timed_seconds == 2.0 and config.measure_seconds == 4.0
+    assert control.log_center == pytest.approx(0.01) and control.processes == 2
+    assert repeat.log_center == pytest.approx(0.10)
+    assert alone is first[4] and alone.processes == 1  # timed in one process only
+    assert len(spread.items) == 3  # config, control, repeat
+    assert config.process_sd == pytest.approx(math.sqrt(spread.variance))
+
+
+def test_options_share_the_precision_target_caps_and_copies_out_between_processes():
+    one = MeasureOptions(measure_processes=1).stop
+    two = MeasureOptions(measure_processes=2).stop
+    assert two.target_precision == pytest.approx(one.target_precision * math.sqrt(2))
+    assert (two.max_rounds, two.copies) == (one.max_rounds // 2, one.copies // 2)
+    assert two.max_seconds_per_config == pytest.approx(one.max_seconds_per_config / 2)
+    fixed = MeasureOptions(measure_processes=2, timing="fixed").stop
+    assert fixed == one
