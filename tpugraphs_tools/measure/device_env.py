@@ -1,6 +1,7 @@
 """Per-device measurement settings: shared GPU memory, isolation, autotuning, numerics tolerance.
 
-A collection runs one measurement worker and several compile workers, each a jax process. On a
+A collection runs measurement workers (one times at a time) and compile workers, each a jax
+process. On a
 GPU, jax would preallocate most of the device memory in the first process and the others would
 fail, every compile that autotunes runs kernels on the device being timed, and bf16/TF32/split-k
 results legitimately differ from the default config by more than XLA:CPU's f32 results do. The

@@ -1,8 +1,8 @@
-"""Pipelined measurement: compile workers run ahead while one worker times undisturbed.
+"""Pipelined measurement: compile workers run ahead while one worker at a time times undisturbed.
 
 Compile workers (``--workers N``) compile configs, read the optimized HLO back and serialize the
 executable; the parent de-duplicates on (optimized fingerprint, options) *before* anything is
-timed, so no-ops and duplicates cost no device time. One measurement worker deserializes
+timed, so no-ops and duplicates cost no device time. A measurement worker deserializes
 executables (milliseconds), checks numerics and times them in batches against the default config
 (``timing.time_batch``). Isolation keeps compilation off the timed runs: ``pin`` gives the
 measurement worker the first CPU and the compile workers the others (many-core hosts); ``pause``

@@ -27,9 +27,11 @@ TIMING_COMMON = (
     "with their status and message, untimed."
 )
 TIMING_LAYOUT = ("Layout label (paired engine): `relative_to_default` is the trimmed mean of "
-                 "per-round ratios of k-run samples, each next to a default sample, with a 95% "
-                 "CI (`relative_ci_low`/`relative_ci_high`) that includes the spread between "
-                 "loaded copies and between timing windows; rounds stop adaptively "
+                 "per-round ratios of k-run samples, each next to a default sample, averaged "
+                 "over the measurement processes that timed it, with a 95% CI "
+                 "(`relative_ci_low`/`relative_ci_high`) that includes the spread between "
+                 "loaded copies, between processes (`process_sd`) and between timing windows; "
+                 "rounds stop adaptively "
                  "(`stop_reason`). `config_runtime` = `relative_to_default` times the default's "
                  "runtime measured in the same windows. `control` rows (an A/A copy of the "
                  "default per batch) give the noise floor (docs/timing.md).")
