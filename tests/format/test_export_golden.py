@@ -3,6 +3,9 @@
 The golden files (one per jax version: the 0.9.2, 0.10.2 and 0.12.0.1 ones of CI and the
 dev venv) were written by ``tests/format/golden.py`` from the code before the format
 module existed, so this proves the refactor changed no published byte (npz: member payloads).
+They are re-recorded only for a change meant to alter published bytes, with the diff checked
+by hand: the configs column ``process_sd`` (2026-12-01) changed the configs shards, the card,
+croissant.json and SHA256SUMS, and no export or npz byte.
 """
 
 from __future__ import annotations
