@@ -95,3 +95,23 @@ def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source, mo
     assert result.rows[0]["runtime_min_ns"] > 0
     assert result.arrays["config_runtime"].tolist() == [result.rows[0]["default_runtime_ns"]]
     assert "injected" in result.rows[2]["error_message"]
+
+
+def test_a_measurement_crash_is_retried_alone_in_every_measurement_process(convnet_source,
+                                                                            monkeypatch):
+    src = convnet_source
+    _, configs = _explicit_configs(src.module)
+    _inject(monkeypatch, {1: "crash_run"})  # the measurement worker dies running config 1
+    opts = MeasureOptions(configs=3, warmup=0, timeout=60, min_sample_ms=1, max_rounds=8,
+                          measure_processes=2)
+    result = collect_layout_configs(src.text, src.module, opts,
+                                    configs=[configs[0], configs[2], configs[5]])
+    rows = result.rows
+    assert [r["status"] for r in rows[:3]] == ["ok", "crash", "ok"]
+    assert "SIGSEGV" in rows[1]["error_message"]
+    assert result.summary.worker_restarts >= 2  # the batch, then config 1 alone
+    # The survivor was timed again alone, in both processes, and its label combines them.
+    assert rows[2]["process_sd"] is not None and rows[2]["rounds"] >= 8
+    assert rows[2]["relative_ci_low"] <= rows[2]["relative_to_default"] \
+        <= rows[2]["relative_ci_high"]
+    assert {r["status"] for r in rows[3:]} == {"control"}

@@ -263,7 +263,9 @@ class PipelinedMeasurer:
                         self._phase += 1
                         k = next((r.runs_per_sample for r in results if r.runs_per_sample),
                                  None)
-                        message = replace(message, runs_per_sample=k)
+                        pause = ([p.pid for p in self._compilers]  # any replaced since
+                                 if self.isolation == "pause" else [])
+                        message = replace(message, runs_per_sample=k, pause=pause)
                         self._measurer.conn.send(message)
                         batch_started = time.monotonic()
                         continue
