@@ -32,31 +32,55 @@ def test_without_a_spread_between_processes_the_label_is_the_mean_with_pooled_se
     assert half == pytest.approx(1.966 * se, rel=1e-3)  # t with 400 df
 
 
+def _batch(rng: np.random.Generator, truth: np.ndarray, tau: float, se: float,
+           processes: int = 2, default_shift: np.ndarray | None = None) -> np.ndarray:
+    """Item × process log-ratios: each program (every item and the default) has its own speed
+    offset of SD ``tau`` in each process; the default's moves every item of the process."""
+    n = truth.size
+    items = rng.normal(0, tau, (n, processes))
+    default = rng.normal(0, tau, processes) if default_shift is None else default_shift
+    return truth[:, None] + items - default[None, :] + rng.normal(0, se, (n, processes))
+
+
 def test_the_pooled_spread_recovers_a_known_between_process_variance():
     rng = np.random.default_rng(0)
     spread = ProcessSpread()
     tau, se = 0.02, 0.01
-    for _ in range(2000):
-        true = rng.normal(0, 0.1)
-        centers = true + rng.normal(0, tau, 2) + rng.normal(0, se, 2)
-        spread.add(list(centers), [se, se])
+    for _ in range(300):
+        truth = rng.normal(0, 0.1, 12)
+        spread.add_batch(_batch(rng, truth, tau, se).tolist(), np.full((12, 2), se).tolist())
     assert math.sqrt(spread.variance) == pytest.approx(tau, rel=0.05)
-    assert spread.df == 2000
+    assert spread.df == 300 * 12
+
+
+def test_the_defaults_shift_counts_as_one_programs_draw_not_one_per_item():
+    """The default's offset in a process moves every item together: the pool sees it once
+    (one program), not as n items that each moved."""
+    rng = np.random.default_rng(2)
+    truth = rng.normal(0, 0.1, 12)
+    together, alone = ProcessSpread(), ProcessSpread()
+    ses = np.full((12, 2), 0.001).tolist()
+    for _ in range(50):
+        shift = np.array([0.0, 0.05])
+        together.add_batch(_batch(rng, truth, 0.0, 0.001, default_shift=shift).tolist(), ses)
+        own = truth[:, None] + np.outer(rng.choice([-1, 1], 12), shift)
+        alone.add_batch(own.tolist(), ses)
+    assert together.variance < alone.variance / 5
 
 
 def _coverage(tau: float, pooled: bool, graphs: int = 400, items: int = 12) -> float:
-    """Share of combined 95% CIs holding the true log-ratio when each process adds an effect
-    of SD ``tau`` per item that its own se does not see."""
+    """Share of combined 95% CIs holding the true log-ratio when every program (each item and
+    the default) has a process effect of SD ``tau`` that no within-process se sees."""
     rng = np.random.default_rng(1)
     held = total = 0
     se = 0.01
+    ses = [[se, se]] * items
     for _ in range(graphs):
         truth = rng.normal(0, 0.05, items)
-        centers = truth[:, None] + rng.normal(0, tau, (items, 2)) + rng.normal(0, se, (items, 2))
+        centers = _batch(rng, truth, tau, se)
         spread = ProcessSpread()
         if pooled:
-            for c in centers:
-                spread.add(list(c), [se, se])
+            spread.add_batch(centers.tolist(), ses)
         for t, c in zip(truth, centers, strict=True):
             center, _, half = combined_interval(list(c), [se, se], [300, 300], spread)
             held += abs(center - t) <= half
@@ -91,7 +115,7 @@ def test_combine_merges_items_across_processes_and_keeps_failures():
     assert control.log_center == pytest.approx(0.01) and control.processes == 2
     assert repeat.log_center == pytest.approx(0.10)
     assert alone is first[4] and alone.processes == 1  # timed in one process only
-    assert len(spread.items) == 3  # config, control, repeat
+    assert spread.df == 3  # config, control, repeat: 2 df among them, 1 for the default
     assert config.process_sd == pytest.approx(math.sqrt(spread.variance))
 
 

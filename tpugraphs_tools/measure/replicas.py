@@ -29,45 +29,71 @@ TIMED = (OK, CONTROL, REPEAT)
 
 @dataclass
 class ProcessSpread:
-    """Between-process variance of log-ratios, pooled over the items of one graph.
+    """A program's between-process variance τ² of log speed, pooled over a graph's batches.
 
-    Each item timed in P processes gives (variance of its P process means, mean squared
-    within-process se); the between-process variance is the pooled mean of their difference
-    (0 when negative), with (P − 1) degrees of freedom per item."""
+    Item i in process p reads c_ip = μ_i + a_ip − b_p + noise: a_ip is the item's process
+    effect, b_p the default's (shared by every item of the process). Programs are exchangeable
+    (the A/A control's premise), so both have variance τ². Per batch of n items: the items'
+    spread across processes after removing each process's mean over items gives τ² with
+    (n − 1)(P − 1) df, free of the default's shift; the spread of those process means gives
+    the default's own τ² with P − 1 df (one draw of b: alone it would swing every CI of the
+    graph). The two are pooled by df."""
 
+    # (raw spread, the within-process noise expected in it, df) per estimate: τ² = raw − within
     items: list[tuple[float, float, int]] = field(default_factory=list)
 
-    def add(self, centers: Sequence[float], ses: Sequence[float]) -> None:
-        if len(centers) >= 2:
-            self.items.append((float(np.var(centers, ddof=1)),
-                               float(np.mean(np.square(ses))), len(centers) - 1))
+    def add_batch(self, centers: Sequence[Sequence[float]], ses: Sequence[Sequence[float]]
+                  ) -> None:
+        """``centers[i][p]``, ``ses[i][p]``: item i's log-ratio and se in process p."""
+        c = np.asarray(centers, dtype=np.float64)
+        if c.ndim != 2 or c.shape[0] < 2 or c.shape[1] < 2:
+            return
+        n, p = c.shape
+        within = float(np.mean(np.square(ses)))
+        means = c.mean(axis=0)
+        residual = c - means
+        self.items.append((float(np.mean(residual.var(axis=1, ddof=1))) / (1 - 1 / n), within,
+                           (n - 1) * (p - 1)))
+        self.items.append((float(means.var(ddof=1)) / (1 + 1 / n), within / n / (1 + 1 / n),
+                           p - 1))
 
     @property
     def variance(self) -> float:
         if not self.items:
             return 0.0
-        return max(0.0, float(np.mean([s2 - w for s2, w, _ in self.items])))
+        return max(0.0, sum((raw - w) * d for raw, w, d in self.items) / max(1, self.df))
 
     @property
     def df(self) -> int:
         return sum(d for _, _, d in self.items)
 
+    @property
+    def effective_df(self) -> float:
+        """Degrees of freedom of the τ² estimate: it is a spread minus the noise expected in
+        it, so its relative error exceeds the spread's (Satterthwaite), the more so the
+        smaller τ² is against that noise."""
+        tau2 = self.variance
+        if not self.items or tau2 <= 0:
+            return float(max(1, self.df))
+        noise = sum(w * d for _, w, d in self.items) / max(1, self.df)
+        return max(1.0, self.df * (tau2 / (tau2 + noise)) ** 2)
+
 
 def combined_interval(centers: Sequence[float], ses: Sequence[float], dfs: Sequence[int],
                       spread: ProcessSpread, confidence: float = 0.95
                       ) -> tuple[float, float, float]:
-    """(mean log-ratio, its se, CI half-width) over processes: variance Σse²/P² + τ²/P, t
-    quantile with Satterthwaite's df (the within part with the processes' summed df, τ² with
-    the pool's)."""
+    """(mean log-ratio, its se, CI half-width) over processes: variance Σse²/P² + 2τ²/P (the
+    item's and the default's process effects), t quantile with Satterthwaite's df (the within
+    part with the processes' summed df, τ² with the pool's)."""
     p = len(centers)
     center = float(np.mean(centers))
     within = float(np.sum(np.square(ses))) / p ** 2
-    between = spread.variance / p
+    between = 2 * spread.variance / p  # the item's process effects and the default's
     total = within + between
     if total <= 0:
         return center, 0.0, 0.0
     df_within = max(1, sum(dfs))
-    parts = within ** 2 / df_within + (between ** 2 / max(1, spread.df) if between else 0.0)
+    parts = within ** 2 / df_within + (between ** 2 / spread.effective_df if between else 0.0)
     df = total ** 2 / parts if parts > 0 else float(df_within)
     half = float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(total)
     return center, math.sqrt(total), half
@@ -93,8 +119,8 @@ def combine(per_process: Sequence[Sequence[ConfigResult]], spread: ProcessSpread
     groups = [[r, *(f[_key(r)] for f in found if _key(r) in f)] for r in first]
     timed = [g for g in groups if len(g) == len(per_process) and all(
         r.status in TIMED and r.log_se is not None and math.isfinite(r.log_se) for r in g)]
-    for g in timed:
-        spread.add([r.log_center or 0.0 for r in g], [r.log_se or 0.0 for r in g])
+    spread.add_batch([[r.log_center or 0.0 for r in g] for g in timed],
+                     [[r.log_se or 0.0 for r in g] for g in timed])
     out = []
     for g in groups:
         failed = [r for r in g if r.status not in TIMED]
