@@ -3,12 +3,12 @@
 Loaded copies inside one process vary code placement, and their spread enters every CI
 (paired.py). What all copies of a process share (the heap history that places input, output
 and temporary buffers, the stack, the load order) does not vary inside it: independent reruns
-of resnet18 spread ~0.37% per config more than their CIs said, and the default's own share of
-it shifted every ratio of a run by 0.78% (docs/benchmarks.md). So every batch is timed in
-``processes`` measurement processes (each with its share of the copies and of the round and
-time caps); a label is the mean of their log-ratios, and its variance adds the between-process
-variance pooled over the graph's items (:class:`ProcessSpread`), with Satterthwaite's degrees
-of freedom for the CI.
+of resnet18 and transformer spread ~0.46% and ~0.83% per config more than their CIs said, and
+the default's own share of it moved every ratio of a run together (docs/benchmarks.md). So
+every batch is timed in ``processes`` measurement processes (each with its share of the copies
+and of the round and time caps); a label is the mean of their log-ratios, and its variance
+adds the item's and the default's between-process variance, pooled over the graph's batches
+(:class:`ProcessSpread`), with Satterthwaite's degrees of freedom for the CI.
 """
 
 from __future__ import annotations
