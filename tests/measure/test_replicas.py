@@ -39,7 +39,11 @@ def _batch(rng: np.random.Generator, truth: np.ndarray, tau: float, se: float,
     n = truth.size
     items = rng.normal(0, tau, (n, processes))
     default = rng.normal(0, tau, processes) if default_shift is None else default_shift
-    return truth[:, None] + items - default[None, :] + rng.normal(0, se, (n, processes))
+    # Half of a process's se is the item's own sampling noise, half the default's samples'
+    # (shared by every item of the process, as the paired rounds share the default sample).
+    noise = rng.normal(0, se / math.sqrt(2), (n, processes)) \
+        + rng.normal(0, se / math.sqrt(2), processes)[None, :]
+    return truth[:, None] + items - default[None, :] + noise
 
 
 def test_the_pooled_spread_recovers_a_known_between_process_variance():
