@@ -40,7 +40,7 @@ class ProcessSpread:
     mean over items is (τ² + w/2)(1 − 1/n), free of the default (τ² with (n − 1)(P − 1) df);
     the spread of those means is τ²(1 + 1/n) + w/2 + w/(2n), the default's own τ² with P − 1
     df (one draw of b: alone it would swing every CI of the graph). Pooled by df. Subtracting
-    all of w from the items' spread (the first version) hid τ: it read 0 in 13 of 16
+    all of w from the items' spread (an earlier version) hid τ: it read 0 in 13 of 16
     benchmark runs while A/A controls failed 4 times in 16."""
 
     # (raw spread, the within-process noise expected in it, df) per estimate: τ² = raw − within
