@@ -127,6 +127,10 @@ class PipelinedMeasurer:
         if slot == 0 or self.default_info is None:
             self.default_info = payload
 
+    def _pause_list(self) -> list[int]:
+        """PIDs the measurement worker stops during timed rounds (isolation ``pause``)."""
+        return [p.pid for p in self._compilers] if self.isolation == "pause" else []
+
     def _new_compiler(self) -> WorkerProcess:
         return WorkerProcess(W.compile_main, self.spec, self.compile_cpus)
 
@@ -202,9 +206,8 @@ class PipelinedMeasurer:
                     batch = [compiled.popleft() for _ in range(min(self.opts.timing_batch,
                                                                    len(compiled)))]
                 if batch:
-                    pause = ([p.pid for p in self._compilers]
-                             if self.isolation == "pause" else [])
-                    message = Batch([*batch, *self._repeat(singles)], pause, context())
+                    message = Batch([*batch, *self._repeat(singles)], self._pause_list(),
+                                    context())
                     self._phase, timed_by = 0, []
                     self._measurer.conn.send(message)
                     batch_started = time.monotonic()
@@ -263,9 +266,8 @@ class PipelinedMeasurer:
                         self._phase += 1
                         k = next((r.runs_per_sample for r in results if r.runs_per_sample),
                                  None)
-                        pause = ([p.pid for p in self._compilers]  # any replaced since
-                                 if self.isolation == "pause" else [])
-                        message = replace(message, runs_per_sample=k, pause=pause)
+                        # the compile workers alive now (any replaced since the first)
+                        message = replace(message, runs_per_sample=k, pause=self._pause_list())
                         self._measurer.conn.send(message)
                         batch_started = time.monotonic()
                         continue
@@ -312,7 +314,7 @@ class PipelinedMeasurer:
         """Paired engine: time the A/A control alone against the default (a graph none of
         whose configs reached timing still gets its default measured in a batch window)."""
         self.start()
-        pause = [p.pid for p in self._compilers] if self.isolation == "pause" else []
+        pause = self._pause_list()
         timed_by: list[list[ConfigResult]] = []
         k = None
         for phase in range(self.processes):
