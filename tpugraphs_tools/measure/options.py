@@ -41,6 +41,8 @@ class MeasureOptions:
         timing: ``paired`` (ratio CIs, adaptive rounds, A/A control) or ``fixed`` (old engine).
         min_sample_ms: each timed sample repeats the program until it lasts this long.
         target_precision: a config stops once its 95% CI half-width is this fraction of it.
+        rank_precision: ... unless its CI still overlaps a rank neighbour's (or holds 1.0):
+            then it goes on to this half-width (time goes where ranks are uncertain).
         max_rounds: cap on paired rounds per config.
         max_seconds_per_config: cap on timed seconds per config.
         copies: loaded copies of the default and of each config, rotated over rounds (all
@@ -66,6 +68,7 @@ class MeasureOptions:
     timing: str = "paired"
     min_sample_ms: float = 1.0
     target_precision: float = 0.01
+    rank_precision: float = 0.005
     max_rounds: int = 3000
     max_seconds_per_config: float = 10.0
     copies: int = 8
@@ -107,6 +110,8 @@ class MeasureOptions:
         p = self.measure_processes if self.timing == "paired" else 1
         rounds = max(3, math.ceil(self.max_rounds / p))
         return StopRule(target_precision=self.target_precision * math.sqrt(p),
+                        rank_precision=min(self.rank_precision,
+                                           self.target_precision) * math.sqrt(p),
                         max_rounds=rounds, max_seconds_per_config=self.max_seconds_per_config / p,
                         min_rounds=min(StopRule.min_rounds, rounds),
                         copies=max(1, math.ceil(self.copies / p)))
@@ -118,7 +123,8 @@ KEYS = tuple(name for name in _DEFAULTS if name not in ("backend", "rtol", "adap
 # Checked once, here (the CLI's click ranges say the same): field -> minimum (None: any).
 _MINIMUM: dict[str, float | None] = {
     "configs": 0, "seed": None, "warmup": 0, "repeats": 1, "timeout": None, "workers": 1,
-    "timing_batch": 1, "min_sample_ms": 0.0, "target_precision": 0.0, "max_rounds": 3,
+    "timing_batch": 1, "min_sample_ms": 0.0, "target_precision": 0.0, "rank_precision": 0.0,
+    "max_rounds": 3,
     "max_seconds_per_config": 0.0, "copies": 1, "measure_processes": 1, "max_kernels": 1}
 _OPTIONAL = {"max_kernels"}
 _CHOICES: dict[str, tuple[str, ...]] = {"strategy": STRATEGIES, "isolation": ISOLATIONS,

@@ -7,11 +7,16 @@ control are each sampled once, in a fresh random order, and a config's round val
 log-ratio to that round's default sample. The label is the 20%-trimmed mean of those values
 with Yuen's t confidence interval (robust to the occasional preempted sample), plus the
 spread between loaded copies. The default is sampled exactly like a config (same number of
-copies, same share of positions), so an A/A control is exchangeable with the default and a
-fair test of every CI (an order that samples the default between every two configs is not:
-tests/measure/test_paired.py). Rounds are added until every config's CI is tight
-(``target_precision``) or already separates it from the default and its rank neighbours, or a
-cap is hit; the reason is recorded.
+copies, shuffled positions), so an A/A control is exchangeable with the default and a fair
+test of every CI (an order that samples the default between every two configs is not:
+tests/measure/test_paired.py). Where every sample is primed (k > 1 runs per sample,
+``timed_sample``), a round samples the default ≈√n times for n timed programs and a config's
+round value is its log-ratio to their mean: every label shares the default's noise, so the
+reference deserves more samples than any one config (Dunnett's square-root allocation for
+many-to-one comparisons); per-round variance falls from 2σ² to (1 + 1/m)σ². Rounds are added
+until every config's CI is tight (``target_precision``; ``rank_precision`` while its CI still
+overlaps a rank neighbour's) or already separates it from the default and its rank neighbours,
+or a cap is hit; the reason is recorded.
 """
 
 from __future__ import annotations
@@ -54,6 +59,10 @@ class StopRule:
     # ("placement_floor").
     copies: int = 8
     floor_share: float = 0.25
+    # A config whose 95% CI meets the target but still overlaps the CI of a config ranked next
+    # to it (or 1.0, the default) keeps going to this half-width: time goes where ranks are
+    # uncertain. None: the target alone.
+    rank_precision: float | None = None
 
     def is_look(self, rounds: int) -> bool:
         look = self.min_rounds
@@ -178,12 +187,10 @@ class PairedBatch:
                      len(self.log_ratios[i]))
 
 
-def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
-                      control: set[int]) -> bool:
-    """Config ``i``'s CI excludes 1.0 (the default) and the CIs ranked just below/above it."""
+def _neighbour_cis(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
+                   control: set[int]) -> list[tuple[float, float]]:
+    """The CIs of the configs ranked just below and just above config ``i``."""
     mine = estimates[i]
-    if not mine.excludes(1.0):
-        return False
     others = [(r.ratio, (r.low, r.high)) for j, r in enumerate(estimates)
               if j != i and j not in control]
     others += [(math.sqrt(lo * hi) if lo > 0 else hi, (lo, hi)) for lo, hi in context]
@@ -191,13 +198,28 @@ def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[fl
     above = [o for o in others if o[0] > mine.ratio]
     near = ([max(below, key=lambda o: o[0])] if below else []) + \
            ([min(above, key=lambda o: o[0])] if above else [])
-    return all(mine.disjoint(ci) for _, ci in near)
+    return [ci for _, ci in near]
+
+
+def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
+                      control: set[int]) -> bool:
+    """Config ``i``'s CI excludes 1.0 (the default) and the CIs ranked just below/above it."""
+    mine = estimates[i]
+    return mine.excludes(1.0) and all(
+        mine.disjoint(ci) for ci in _neighbour_cis(i, estimates, context, control))
+
+
+def _rank_uncertain(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
+                    control: set[int]) -> bool:
+    """Config ``i``'s CI holds 1.0 (the default's rank) or overlaps a rank neighbour's CI."""
+    return not _neighbours_clear(i, estimates, context, control)
 
 
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                 rule: StopRule, context: Sequence[tuple[float, float]] = (),
                 control: Sequence[int] = (), adaptive: bool = True,
-                placement: Placement | None = None, seed: int | None = None) -> PairedBatch:
+                placement: Placement | None = None, seed: int | None = None,
+                default_samples: int | None = 1) -> PairedBatch:
     """Time ``count`` configs against the default in rounds until ``rule`` stops them.
 
     ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``) or
@@ -211,6 +233,9 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     is active and never stop a batch early. ``placement`` pools the between-copy spread across
     the batches of a graph (it is updated here). Without ``adaptive`` every config runs to the
     caps (``max_rounds`` or ``max_seconds_per_config``), with no early stop.
+    ``default_samples`` is how often a round samples the default (None: ≈√ of the programs in
+    the round, Dunnett's allocation); only fair where every sample is primed (``timed_sample``
+    with k > 1): unprimed, a program sampled more often runs warmer.
     """
     placement = placement if placement is not None else Placement()
     batch = PairedBatch(config_ns=[[] for _ in range(count)],
@@ -227,15 +252,22 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     while active and any(i not in waiting for i in active):
         r = batch.rounds
         copy = r % copies
-        order = [-1, *active]
+        m = default_samples or max(1, round(math.sqrt(len(active))))
+        order = [-1] * m + active
         shuffle.shuffle(order)
-        timed = {i: sample(i, copy) for i in order}
-        default_ns, default_s = timed.pop(-1)
-        batch.default_ns.append(default_ns)
-        share = default_s / len(timed)  # the default's sample is paid for by the round
+        timed: dict[int, tuple[float, float]] = {}
+        defaults: list[tuple[float, float]] = []
+        for i in order:
+            if i < 0:
+                defaults.append(sample(i, copy))
+            else:
+                timed[i] = sample(i, copy)
+        batch.default_ns.extend(ns for ns, _ in defaults)
+        log_default = sum(math.log(ns) for ns, _ in defaults) / m
+        share = sum(s for _, s in defaults) / len(timed)  # the round pays for the default
         for i, (ns, secs) in timed.items():
             batch.config_ns[i].append(ns)
-            batch.log_ratios[i].append(math.log(ns) - math.log(default_ns))
+            batch.log_ratios[i].append(math.log(ns) - log_default)
             batch.copy_of[i].append(copy)
             batch.seconds[i] += secs + share
         batch.rounds += 1
@@ -253,9 +285,13 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
                   context: Sequence[tuple[float, float]], waiting: set[int],
                   controls: set[int], adaptive: bool) -> list[int]:
     look = adaptive and rule.is_look(batch.rounds)
-    strict = [batch.ratio(i, rule.separation_confidence) if batch.log_ratios[i]
-              else Ratio(1.0, 0.0, math.inf, 0) for i in range(len(batch.log_ratios))] \
-        if look else []
+    def estimates(confidence: float) -> list[Ratio]:
+        return [batch.ratio(i, confidence) if batch.log_ratios[i]
+                else Ratio(1.0, 0.0, math.inf, 0) for i in range(len(batch.log_ratios))]
+
+    strict = estimates(rule.separation_confidence) if look else []
+    usual = estimates(rule.confidence) if look else []
+    finer = rule.rank_precision if rule.rank_precision is not None else rule.target_precision
     keep = []
     for i in active:
         reason = None
@@ -264,7 +300,8 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
         elif not adaptive:  # the caps only: no early stop
             reason = FIXED if batch.rounds >= rule.max_rounds else \
                 MAX_SECONDS if batch.seconds[i] >= rule.max_seconds_per_config else None
-        elif look and batch.ratio(i, rule.confidence).half_width <= rule.target_precision:
+        elif look and _precise_enough(i, usual, finer, rule.target_precision, context,
+                                      controls):
             reason = PRECISION
         elif look and i not in controls and _neighbours_clear(i, strict, context, controls):
             reason = SEPARATED
@@ -279,6 +316,15 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
         else:
             batch.stop_reason[i] = reason
     return keep
+
+
+def _precise_enough(i: int, estimates: list[Ratio], finer: float, target: float,
+                    context: Sequence[tuple[float, float]], controls: set[int]) -> bool:
+    """Config ``i``'s CI is within ``target``, and within ``finer`` unless its rank is already
+    clear (controls are not ranked)."""
+    width = estimates[i].half_width
+    return width <= finer or (width <= target and (
+        i in controls or not _rank_uncertain(i, estimates, context, controls)))
 
 
 def _floor_reached(batch: PairedBatch, i: int, rule: StopRule) -> bool:
