@@ -211,33 +211,26 @@ def test_placement_spread_between_loaded_copies_enters_the_ci():
     assert placement.variance() > 0
 
 
-def test_the_default_gets_about_root_n_samples_per_round_and_narrower_cis():
-    """Every label shares the default's noise: sampling it ≈√n times a round (Dunnett's
-    allocation) narrows every CI at equal rounds, and A/A controls still hold 1.0."""
-    order: list[int] = []
+def test_the_default_is_sampled_once_a_round_because_trimming_needs_symmetry():
+    """Why not sample the shared default √n times a round (Dunnett's allocation)? A round
+    value log c − mean(log d₁…d_m) keeps the config's slow preempted samples whole and dilutes
+    the default's, so it is right-skewed, and a trimmed mean of a skewed value is below its
+    mean: equal programs read ~1% fast. Tried on resnet18 tiny (m = 4): A/A controls read
+    0.985, 0.990 and 0.997 and every ratio moved down about 1%. With one default sample a
+    round the value is a difference of exchangeable samples, symmetric, and unbiased."""
+    rng = np.random.default_rng(21)
 
-    def counting(i: int, copy: int) -> tuple[float, float]:
-        order.append(i)
-        return 1e6, 0.001
+    def samples(shape: tuple[int, ...]) -> np.ndarray:
+        logs = rng.normal(0, 0.05, shape)
+        return logs + np.log(3) * (rng.random(shape) < 0.05)  # 5% preempted: 3× slower
 
-    time_paired(counting, 9, StopRule(max_rounds=4, min_rounds=4), adaptive=False,
-                default_samples=None)
-    assert order.count(-1) == 4 * 3 and len(order) == 4 * 12
-    rule = StopRule(target_precision=0.0, max_rounds=40, max_seconds_per_config=1e9)
-    widths: dict[int | None, list[float]] = {1: [], None: []}
-    held = total = 0
-    for seed in range(40):
-        for m in widths:
-            sample, _ = fake_sampler([1.1] * 8 + [1.0], noise=0.02, seed=900 + seed)
-            batch = time_paired(sample, 9, rule, control=[8], adaptive=False,
-                                default_samples=m)
-            widths[m] += [batch.ratio(i).half_width for i in range(8)]
-            if m is None:
-                held += batch.ratio(8).low <= 1.0 <= batch.ratio(8).high
-                total += 1
-    # Round variance (1 + 1/3)σ² instead of 2σ²: CIs ≈ 18% narrower.
-    assert np.mean(widths[None]) < 0.88 * np.mean(widths[1])
-    assert held / total >= 0.9
+    bias = {}
+    for m in (1, 4):
+        centers = [trimmed_ci(samples((200,)) - samples((200, m)).mean(axis=1))[0]
+                   for _ in range(200)]
+        bias[m] = float(np.mean(centers))
+    assert abs(bias[1]) < 0.002
+    assert bias[4] < -0.006
 
 
 def test_overlapping_rank_neighbours_go_on_to_the_rank_precision():

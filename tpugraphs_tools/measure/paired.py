@@ -7,16 +7,12 @@ control are each sampled once, in a fresh random order, and a config's round val
 log-ratio to that round's default sample. The label is the 20%-trimmed mean of those values
 with Yuen's t confidence interval (robust to the occasional preempted sample), plus the
 spread between loaded copies. The default is sampled exactly like a config (same number of
-copies, shuffled positions), so an A/A control is exchangeable with the default and a fair
-test of every CI (an order that samples the default between every two configs is not:
-tests/measure/test_paired.py). Where every sample is primed (k > 1 runs per sample,
-``timed_sample``), a round samples the default ≈√n times for n timed programs and a config's
-round value is its log-ratio to their mean: every label shares the default's noise, so the
-reference deserves more samples than any one config (Dunnett's square-root allocation for
-many-to-one comparisons); per-round variance falls from 2σ² to (1 + 1/m)σ². Rounds are added
-until every config's CI is tight (``target_precision``; ``rank_precision`` while its CI still
-overlaps a rank neighbour's) or already separates it from the default and its rank neighbours,
-or a cap is hit; the reason is recorded.
+copies, same share of positions), so an A/A control is exchangeable with the default and a
+fair test of every CI (an order that samples the default between every two configs is not,
+nor is sampling it √n times a round: tests/measure/test_paired.py). Rounds are added until
+every config's CI is tight (``target_precision``; ``rank_precision`` while its CI still
+overlaps a rank neighbour's) or already separates it from the default and its rank
+neighbours, or a cap is hit; the reason is recorded.
 """
 
 from __future__ import annotations
@@ -218,8 +214,7 @@ def _rank_uncertain(i: int, estimates: list[Ratio], context: Sequence[tuple[floa
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                 rule: StopRule, context: Sequence[tuple[float, float]] = (),
                 control: Sequence[int] = (), adaptive: bool = True,
-                placement: Placement | None = None, seed: int | None = None,
-                default_samples: int | None = 1) -> PairedBatch:
+                placement: Placement | None = None, seed: int | None = None) -> PairedBatch:
     """Time ``count`` configs against the default in rounds until ``rule`` stops them.
 
     ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``) or
@@ -233,9 +228,6 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     is active and never stop a batch early. ``placement`` pools the between-copy spread across
     the batches of a graph (it is updated here). Without ``adaptive`` every config runs to the
     caps (``max_rounds`` or ``max_seconds_per_config``), with no early stop.
-    ``default_samples`` is how often a round samples the default (None: ≈√ of the programs in
-    the round, Dunnett's allocation); only fair where every sample is primed (``timed_sample``
-    with k > 1): unprimed, a program sampled more often runs warmer.
     """
     placement = placement if placement is not None else Placement()
     batch = PairedBatch(config_ns=[[] for _ in range(count)],
@@ -252,22 +244,15 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     while active and any(i not in waiting for i in active):
         r = batch.rounds
         copy = r % copies
-        m = default_samples or max(1, round(math.sqrt(len(active))))
-        order = [-1] * m + active
+        order = [-1, *active]
         shuffle.shuffle(order)
-        timed: dict[int, tuple[float, float]] = {}
-        defaults: list[tuple[float, float]] = []
-        for i in order:
-            if i < 0:
-                defaults.append(sample(i, copy))
-            else:
-                timed[i] = sample(i, copy)
-        batch.default_ns.extend(ns for ns, _ in defaults)
-        log_default = sum(math.log(ns) for ns, _ in defaults) / m
-        share = sum(s for _, s in defaults) / len(timed)  # the round pays for the default
+        timed = {i: sample(i, copy) for i in order}
+        default_ns, default_s = timed.pop(-1)
+        batch.default_ns.append(default_ns)
+        share = default_s / len(timed)  # the default's sample is paid for by the round
         for i, (ns, secs) in timed.items():
             batch.config_ns[i].append(ns)
-            batch.log_ratios[i].append(math.log(ns) - log_default)
+            batch.log_ratios[i].append(math.log(ns) - math.log(default_ns))
             batch.copy_of[i].append(copy)
             batch.seconds[i] += secs + share
         batch.rounds += 1

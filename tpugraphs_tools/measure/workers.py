@@ -143,7 +143,7 @@ def paired_labels(reference: list[Any], runs: list[list[Any]], spec: SessionSpec
     rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]))
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement,
-                        seed=seed, default_samples=None if k > 1 else 1)
+                        seed=seed)
     default = Timing.of([round(x) for x in batch.default_ns])
     default_ns = [round(x) for x in batch.default_ns]
     for i, result in enumerate(results):
