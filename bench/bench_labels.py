@@ -271,7 +271,9 @@ def overrides(pairs: list[str]) -> dict:
     out = {}
     for pair in pairs:
         key, _, value = pair.partition("=")
-        out[key] = type(getattr(defaults, key))(value)
+        default = getattr(defaults, key)
+        kind = type(default) if default is not None else float if "." in value else int
+        out[key] = kind(value)
     return out
 
 

@@ -60,11 +60,10 @@ from tpugraphs_tools.format import KINDS
               help="Stop timing a config once its 95%% CI half-width is within this "
                    "fraction of its ratio (or its CI separates it from the default and its "
                    "rank neighbours).")
-@click.option("--rank-precision", default=0.005, show_default=True,
-              type=click.FloatRange(min=0.0),
+@click.option("--rank-precision", default=None, type=click.FloatRange(min=0.0),
               help="A config that met --target-precision but whose CI still overlaps a "
-                   "rank neighbour's (or holds the default's 1.0) goes on to this half-width: "
-                   "time goes where ranks are uncertain. Equal to --target-precision: off.")
+                   "rank neighbour's (or holds the default's 1.0) goes on to this half-width "
+                   "(or a cap): time goes where ranks are uncertain. Default: off.")
 @click.option("--max-rounds", default=3000, show_default=True, type=click.IntRange(min=3),
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,

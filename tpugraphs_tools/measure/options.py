@@ -42,7 +42,8 @@ class MeasureOptions:
         min_sample_ms: each timed sample repeats the program until it lasts this long.
         target_precision: a config stops once its 95% CI half-width is this fraction of it.
         rank_precision: ... unless its CI still overlaps a rank neighbour's (or holds 1.0):
-            then it goes on to this half-width (time goes where ranks are uncertain).
+            then it goes on to this half-width (None: off; docs/timing.md says what it
+            bought on this host: nothing).
         max_rounds: cap on paired rounds per config.
         max_seconds_per_config: cap on timed seconds per config.
         copies: loaded copies of the default and of each config, rotated over rounds (all
@@ -68,7 +69,7 @@ class MeasureOptions:
     timing: str = "paired"
     min_sample_ms: float = 1.0
     target_precision: float = 0.01
-    rank_precision: float = 0.005
+    rank_precision: float | None = None
     max_rounds: int = 3000
     max_seconds_per_config: float = 10.0
     copies: int = 8
@@ -83,7 +84,7 @@ class MeasureOptions:
             value = getattr(self, name)
             if value is None and name in _OPTIONAL:
                 continue
-            number = isinstance(_DEFAULTS[name], float)
+            number = isinstance(_DEFAULTS[name], float) or name in _FLOATS
             allowed = (int, float) if number else (int,)
             if isinstance(value, bool) or not isinstance(value, allowed):
                 raise ValueError(f"{name} must be {'a number' if number else 'an integer'}, "
@@ -110,8 +111,8 @@ class MeasureOptions:
         p = self.measure_processes if self.timing == "paired" else 1
         rounds = max(3, math.ceil(self.max_rounds / p))
         return StopRule(target_precision=self.target_precision * math.sqrt(p),
-                        rank_precision=min(self.rank_precision,
-                                           self.target_precision) * math.sqrt(p),
+                        rank_precision=None if self.rank_precision is None else
+                        min(self.rank_precision, self.target_precision) * math.sqrt(p),
                         max_rounds=rounds, max_seconds_per_config=self.max_seconds_per_config / p,
                         min_rounds=min(StopRule.min_rounds, rounds),
                         copies=max(1, math.ceil(self.copies / p)))
@@ -126,7 +127,8 @@ _MINIMUM: dict[str, float | None] = {
     "timing_batch": 1, "min_sample_ms": 0.0, "target_precision": 0.0, "rank_precision": 0.0,
     "max_rounds": 3,
     "max_seconds_per_config": 0.0, "copies": 1, "measure_processes": 1, "max_kernels": 1}
-_OPTIONAL = {"max_kernels"}
+_OPTIONAL = {"max_kernels", "rank_precision"}
+_FLOATS = {"rank_precision"}  # optional fields whose None default does not say the type
 _CHOICES: dict[str, tuple[str, ...]] = {"strategy": STRATEGIES, "isolation": ISOLATIONS,
                                         "timing": ENGINES}
 

@@ -212,6 +212,20 @@ def load_copies(default_blob: bytes, blobs: list[bytes], loaded: list[list[Any]]
     return groups[0]
 
 
+def warm_up_shuffled(runs: list[Any], passes: int, shuffle: random.Random) -> None:
+    """Run every loaded copy ``passes`` times, each pass in a fresh random order.
+
+    A copy's first runs are cold (its temporary buffers are allocated then). The first
+    version ran the default's copies first in every pass, the one step that set them apart
+    from the A/A control's copies; meanwhile the control read below 1 in 14 of 16 batches of
+    the baseline plan (docs/timing.md)."""
+    for _ in range(passes):
+        order = list(runs)
+        shuffle.shuffle(order)
+        for fn in order:
+            fn()
+
+
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     """Hold the inputs and the default config; check and time batches of executables."""
     die_with_parent()
@@ -313,12 +327,13 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
             defaults = [lambda e=e: C.run(e, inputs) for e in bases]
             runs = [c[0] for c in copies]
-            if spec.engine == "paired":  # every loaded copy's first run is cold: run it here
-                for fn in [*defaults, *(f for c in copies for f in c)]:
-                    fn()
-            for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
-                for fn in [*defaults, *runs]:
-                    fn()
+            if spec.engine == "paired":
+                warm_up_shuffled([*defaults, *(f for c in copies for f in c)],
+                                 max(1, spec.warmup), random.Random(order_seed))
+            else:
+                for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
+                    for fn in [*defaults, *runs]:
+                        fn()
             stop = time.perf_counter()
             signal_all(pause, signal.SIGSTOP)
             try:
