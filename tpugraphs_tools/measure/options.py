@@ -42,8 +42,8 @@ class MeasureOptions:
         min_sample_ms: each timed sample repeats the program until it lasts this long.
         target_precision: a config stops once its 95% CI half-width is this fraction of it.
         rank_precision: ... unless its CI still overlaps a rank neighbour's (or holds 1.0):
-            then it goes on to this half-width (None: off; docs/timing.md says what it
-            bought on this host: nothing).
+            then it goes on to this half-width (None: off; on this host it did not pay,
+            docs/timing.md).
         max_rounds: cap on paired rounds per config.
         max_seconds_per_config: cap on timed seconds per config.
         copies: loaded copies of the default and of each config, rotated over rounds (all

@@ -329,7 +329,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             runs = [c[0] for c in copies]
             if spec.engine == "paired":
                 warm_up_shuffled([*defaults, *(f for c in copies for f in c)],
-                                 max(1, spec.warmup), random.Random(order_seed))
+                                 max(1, spec.warmup), random.Random(order_seed + 1))
             else:
                 for _ in range(max(0, spec.warmup - 1)):  # compile workers keep running here
                     for fn in [*defaults, *runs]:
