@@ -1,7 +1,9 @@
-"""How the measurement worker loads copies: shuffled per group, and fewer when memory runs out."""
+"""How the measurement worker loads and warms up copies: shuffled, and fewer when memory runs
+out."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -51,3 +53,17 @@ def test_copies_are_capped_to_fit_half_the_memory_mappings(
     assert len(defaults) == 4 and all(len(c) == 4 for c in loaded)
     monkeypatch.setattr(workers, "_maps_in_use", lambda: None)   # unknown: as asked
     assert len(workers.load_copies(b"D", [b"a"], [[]], 8, device=None)) == 8
+
+
+def test_warm_up_runs_every_copy_each_pass_and_the_default_not_first() -> None:
+    """Every loaded copy (the default's, the control's, the configs') runs once per pass, in a
+    fresh order: the default's copies are not set apart by running first."""
+    ran: list[str] = []
+    names = [f"default{j}" for j in range(3)] + [f"{p}{j}" for p in ("c", "control")
+                                                  for j in range(3)]
+    runs = [lambda n=n: ran.append(n) for n in names]
+    workers.warm_up_shuffled(runs, 4, random.Random(5))
+    passes = [ran[k * len(names):(k + 1) * len(names)] for k in range(4)]
+    assert all(sorted(p) == sorted(names) for p in passes)
+    assert len({tuple(p) for p in passes}) == 4
+    assert any(not p[0].startswith("default") for p in passes)
