@@ -205,11 +205,6 @@ def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[fl
         mine.disjoint(ci) for ci in _neighbour_cis(i, estimates, context, control))
 
 
-def _rank_uncertain(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
-                    control: set[int]) -> bool:
-    """Config ``i``'s CI holds 1.0 (the default's rank) or overlaps a rank neighbour's CI."""
-    return not _neighbours_clear(i, estimates, context, control)
-
 
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                 rule: StopRule, context: Sequence[tuple[float, float]] = (),
@@ -305,11 +300,11 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
 
 def _precise_enough(i: int, estimates: list[Ratio], finer: float, target: float,
                     context: Sequence[tuple[float, float]], controls: set[int]) -> bool:
-    """Config ``i``'s CI is within ``target``, and within ``finer`` unless its rank is already
-    clear (controls are not ranked)."""
+    """Config ``i``'s CI is within ``target``, and within ``finer`` unless it already excludes
+    1.0 and its rank neighbours' CIs (controls are not ranked)."""
     width = estimates[i].half_width
     return width <= finer or (width <= target and (
-        i in controls or not _rank_uncertain(i, estimates, context, controls)))
+        i in controls or _neighbours_clear(i, estimates, context, controls)))
 
 
 def _floor_reached(batch: PairedBatch, i: int, rule: StopRule) -> bool:
