@@ -17,7 +17,8 @@ from tpugraphs_tools.measure.options import KEYS, MeasureOptions, kernel_session
 FLAGS = ["--configs", "7", "--strategy", "random", "--seed", "3", "--warmup", "1",
          "--repeats", "2", "--timeout", "30", "--workers", "2", "--timing-batch", "5",
          "--isolation", "none", "--timing", "fixed", "--min-sample-ms", "2",
-         "--target-precision", "0.02", "--rank-precision", "0.01", "--max-rounds", "9", "--max-seconds-per-config", "3",
+         "--target-precision", "0.02", "--rank-precision", "0.01", "--max-rounds", "9",
+         "--max-seconds-per-config", "3",
          "--copies", "2", "--max-kernels", "4", "--batch", "6", "--preset", "tiny"]
 
 
@@ -50,7 +51,8 @@ def test_cli_flags_and_plan_keys_build_the_same_item(monkeypatch: pytest.MonkeyP
     keys = {FLAGS[i][2:].replace("-", "_"): FLAGS[i + 1] for i in range(0, len(FLAGS), 2)}
     types = {"configs": int, "seed": int, "warmup": int, "repeats": int, "timeout": float,
              "workers": int, "timing_batch": int, "min_sample_ms": float,
-             "target_precision": float, "rank_precision": float, "max_rounds": int, "max_seconds_per_config": float,
+             "target_precision": float, "rank_precision": float, "max_rounds": int,
+             "max_seconds_per_config": float,
              "copies": int, "max_kernels": int, "batch": int}
     item = {k: types.get(k, str)(v) for k, v in keys.items()}
     plan = request_from_plan({"out": str(tmp_path), "items": [{"program": "resnet18", **item}]})

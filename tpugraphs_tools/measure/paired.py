@@ -183,10 +183,12 @@ class PairedBatch:
                      len(self.log_ratios[i]))
 
 
-def _neighbour_cis(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
-                   control: set[int]) -> list[tuple[float, float]]:
-    """The CIs of the configs ranked just below and just above config ``i``."""
+def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
+                      control: set[int]) -> bool:
+    """Config ``i``'s CI excludes 1.0 (the default) and the CIs ranked just below/above it."""
     mine = estimates[i]
+    if not mine.excludes(1.0):
+        return False
     others = [(r.ratio, (r.low, r.high)) for j, r in enumerate(estimates)
               if j != i and j not in control]
     others += [(math.sqrt(lo * hi) if lo > 0 else hi, (lo, hi)) for lo, hi in context]
@@ -194,16 +196,7 @@ def _neighbour_cis(i: int, estimates: list[Ratio], context: Sequence[tuple[float
     above = [o for o in others if o[0] > mine.ratio]
     near = ([max(below, key=lambda o: o[0])] if below else []) + \
            ([min(above, key=lambda o: o[0])] if above else [])
-    return [ci for _, ci in near]
-
-
-def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
-                      control: set[int]) -> bool:
-    """Config ``i``'s CI excludes 1.0 (the default) and the CIs ranked just below/above it."""
-    mine = estimates[i]
-    return mine.excludes(1.0) and all(
-        mine.disjoint(ci) for ci in _neighbour_cis(i, estimates, context, control))
-
+    return all(mine.disjoint(ci) for _, ci in near)
 
 
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
