@@ -17,12 +17,14 @@ under ``--save`` as soon as it ends, so an interrupted benchmark keeps what it m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
 import os
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -63,7 +65,7 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int,
     extra = {} if repeats else dict(overrides or {})
     layout = MeasureOptions(configs=configs, seed=seed, adaptive=mode != "paired_all", **old,
                             **extra)
-    with TemporaryDirectory(prefix="tgt-labels-") as out:
+    with TemporaryDirectory(prefix="tgt-labels-") as out, _recording() as processes:
         item = CollectItem(program=program, program_args=ProgramArgs(**args), options=layout)
         start = time.perf_counter()
         collect(CollectRequest(items=[item], out=out))
@@ -73,7 +75,43 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int,
             "relative_ci_high", "rounds", "stop_reason", "runtime_cv", "runs_per_sample",
             "default_runtime_ns", "measure_seconds", "window_sd", "process_sd")
     return {"mode": mode, "wall_s": wall, "load": os.getloadavg()[0], "options": extra,
-            "rows": [{k: r.get(k) for k in keep} for r in rows]}
+            "rows": [{k: r.get(k) for k in keep} for r in rows], "processes": processes}
+
+
+@contextlib.contextmanager
+def _recording() -> Iterator[list[dict]]:
+    """Keep what each measurement process said about each item of each batch (its log-ratio,
+    se and df) and what the combined label made of it: the data to ask which part of a CI
+    (an item's sampling, the between-process term, the t quantile) is wider than reruns."""
+    from tpugraphs_tools.measure import pipeline
+
+    got: list[dict] = []
+    original = pipeline.combine
+
+    def record(per_process, spread, confidence=0.95):  # type: ignore[no-untyped-def]
+        results = original(per_process, spread, confidence)
+        got.append({
+            "tau2": spread.variance, "tau_df": spread.df, "tau_effective_df": spread.effective_df,
+            "items": [{"index": r.index, "repeat_of": r.repeat_of, "status": r.status,
+                       "centers": [_find(p, r, "log_center") for p in per_process],
+                       "ses": [_find(p, r, "log_se") for p in per_process],
+                       "dfs": [_find(p, r, "df") for p in per_process],
+                       "rounds": [_find(p, r, "rounds") for p in per_process],
+                       "log_center": r.log_center, "log_se": r.log_se} for r in results]})
+        return results
+
+    pipeline.combine = record
+    try:
+        yield got
+    finally:
+        pipeline.combine = original
+
+
+def _find(results, item, name: str):  # type: ignore[no-untyped-def]
+    for r in results:
+        if (r.index, r.repeat_of, r.status) == (item.index, item.repeat_of, item.status):
+            return getattr(r, name)
+    return None
 
 
 def _labels(run: dict) -> dict[int, dict]:
