@@ -1,5 +1,5 @@
-"""How the measurement worker loads and warms up copies: shuffled, and fewer when memory runs
-out."""
+"""How the measurement worker loads, warms up and feeds copies: shuffled, fewer when memory
+runs out, and each copy on its own argument set."""
 
 from __future__ import annotations
 
@@ -67,3 +67,44 @@ def test_warm_up_runs_every_copy_each_pass_and_the_default_not_first() -> None:
     assert all(sorted(p) == sorted(names) for p in passes)
     assert len({tuple(p) for p in passes}) == 4
     assert any(not p[0].startswith("default") for p in passes)
+
+
+def test_copy_j_of_every_program_runs_on_argument_set_j() -> None:
+    calls: list[tuple[str, int]] = []
+    sets = [["set0"], ["set1"], ["set2"]]
+
+    def run(exe: str, args: list[str]) -> None:
+        calls.append((exe, sets.index(args)))
+
+    for runner in [*workers.bind_copies(["d0", "d1", "d2", "d3"], sets, run),
+                   *workers.bind_copies(["c0", "c1", "c2", "c3"], sets, run)]:
+        runner()
+    assert calls == [("d0", 0), ("d1", 1), ("d2", 2), ("d3", 0),
+                     ("c0", 0), ("c1", 1), ("c2", 2), ("c3", 0)]
+
+
+@pytest.mark.parametrize(("count", "set_bytes", "budget", "want"), [
+    (4, 100, 1000, 4),   # all fit
+    (4, 300, 1000, 4),   # 1 + 3 extra sets = 900 bytes
+    (4, 400, 1000, 3),   # 1 + 2 extra
+    (4, 2000, 1000, 1),  # only the set the numerics check used
+    (4, 0, 1000, 4),     # no arguments
+])
+def test_argument_sets_are_capped_by_their_memory(count: int, set_bytes: int, budget: int,
+                                                  want: int) -> None:
+    assert workers.input_sets_that_fit(count, set_bytes, budget) == want
+
+
+def test_argument_set_size_counts_every_parameter() -> None:
+    from tpugraphs_tools.hlo import parse_hlo_text
+    from tpugraphs_tools.measure import compile as C
+
+    module = parse_hlo_text("""\
+HloModule m, entry_computation_layout={(f32[2,3]{1,0}, bf16[4]{0})->f32[2,3]{1,0}}
+ENTRY e {
+  a = f32[2,3]{1,0} parameter(0)
+  b = bf16[4]{0} parameter(1)
+  ROOT n = f32[2,3]{1,0} negate(a)
+}
+""")
+    assert C.input_bytes(C.entry_signature(module)) == 2 * 3 * 4 + 4 * 2

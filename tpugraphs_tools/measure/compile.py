@@ -7,6 +7,7 @@ what happens inside the program. Compiler options pass through ``env_option_over
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,6 +148,12 @@ def make_inputs(signature: EntrySignature, seed: int, backend: str | None = None
             value = rng.standard_normal(shape.dims).astype(np.float32).astype(dtype)
         arrays.append(jax.device_put(value, device))
     return arrays
+
+
+def input_bytes(signature: EntrySignature) -> int:
+    """Bytes of one set of entry arguments."""
+    return sum(math.prod(shape.dims) * np.dtype(numpy_dtype(shape.element_type)).itemsize
+               for shape in signature.parameters)
 
 
 def run(executable: Any, inputs: list[Any]) -> list[Any]:

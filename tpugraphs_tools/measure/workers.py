@@ -11,12 +11,14 @@ and stands in for real compiler crashes and hangs. No product type carries a fau
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
 import random
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tpugraphs_tools import _xla_compat as X
@@ -226,6 +228,31 @@ def warm_up_shuffled(runs: list[Any], passes: int, shuffle: random.Random) -> No
             fn()
 
 
+# Memory for the extra argument sets of the loaded copies (bind_copies), beyond the first.
+INPUT_SETS_BUDGET = 512 * 2 ** 20
+
+
+def input_sets_that_fit(count: int, set_bytes: int, budget: int = INPUT_SETS_BUDGET) -> int:
+    """How many argument sets the copies get: one each, as far as ``budget`` holds the
+    extra ones (at least one: the set the numerics check used)."""
+    if set_bytes <= 0:
+        return max(1, count)
+    return max(1, min(count, 1 + budget // set_bytes))
+
+
+def bind_copies(exes: list[Any], sets: list[list[Any]], run: Callable[[Any, list[Any]], object]
+                ) -> list[Callable[[], object]]:
+    """Copy j of a program runs on argument set j mod ``len(sets)``.
+
+    Where the arguments sit in memory is one draw per set, and it changes some configs'
+    speed: with one set per process, resnet18 configs read bimodal between processes (+0.4%
+    or +3.3% for the same config) while their copies agreed inside each process. With a set
+    per copy that draw varies between copies, so the copies' spread measures it and their
+    mean averages it (docs/timing.md, step 3). Copy j of the default and of every config
+    share set j, as they share a round."""
+    return [functools.partial(run, exe, sets[j % len(sets)]) for j, exe in enumerate(exes)]
+
+
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     """Hold the inputs and the default config; check and time batches of executables."""
     die_with_parent()
@@ -247,6 +274,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         module = parse_hlo_text(spec.base_text, source="default config")
         signature = C.entry_signature(module)
         inputs = C.make_inputs(signature, spec.seed, spec.backend)
+        input_sets = [inputs]  # one per loaded copy (bind_copies), grown by the first batch
         start = time.perf_counter()
         base, realized, key, optimized_text = compile_and_read(spec.base_text, signature,
                                                                spec.options, spec, [])
@@ -324,8 +352,13 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             bases = load_copies(base_blob, blobs, [exes for _, exes in timed],
                                 spec.stop.copies, device, seed=order_seed)
         if timed:
-            copies = [[lambda e=e: C.run(e, inputs) for e in exes] for _, exes in timed]
-            defaults = [lambda e=e: C.run(e, inputs) for e in bases]
+            if spec.engine == "paired":
+                want = input_sets_that_fit(len(bases), C.input_bytes(signature))
+                input_sets += [C.make_inputs(signature, spec.seed, spec.backend)
+                               for _ in range(want - len(input_sets))]
+            sets = input_sets if spec.engine == "paired" else [inputs]
+            copies = [bind_copies(exes, sets, C.run) for _, exes in timed]
+            defaults = bind_copies(bases, sets, C.run)
             runs = [c[0] for c in copies]
             if spec.engine == "paired":
                 warm_up_shuffled([*defaults, *(f for c in copies for f in c)],
