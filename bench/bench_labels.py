@@ -97,6 +97,10 @@ def _recording() -> Iterator[list[dict]]:
                        "ses": [_find(p, r, "log_se") for p in per_process],
                        "dfs": [_find(p, r, "df") for p in per_process],
                        "rounds": [_find(p, r, "rounds") for p in per_process],
+                       "sample_sd": [_log_sd(_find(p, r, "config_samples_ns"))
+                                     for p in per_process],
+                       "default_sd": [_log_sd(_find(p, r, "default_samples_ns"))
+                                      for p in per_process],
                        "log_center": r.log_center, "log_se": r.log_se} for r in results]})
         return results
 
@@ -105,6 +109,39 @@ def _recording() -> Iterator[list[dict]]:
         yield got
     finally:
         pipeline.combine = original
+
+
+def _shares(got: list[dict]) -> tuple[float, float]:
+    """(an item's own between-process variance, the default's), pooled over runs.
+
+    Inside a run, item i reads c_ip = μ_i + u_ip − v_p: u is the item's own deviation in
+    process p (its process effect and sampling noise), v the default's, shared by every item
+    of the process. The items' spread across processes after removing each process's mean
+    estimates var(u)·(1 − 1/n); the spread of the process means, var(v) + var(u)/n. The CI
+    model takes var(v) = var(u) (the default is a program like any other)."""
+    own: list[float] = []
+    means: list[float] = []
+    for run in got:
+        items = [it["centers"] for it in run["processes"][0]["items"]
+                 if it["repeat_of"] is None and None not in it["centers"]]
+        c = np.asarray(items, dtype=np.float64)
+        if c.ndim != 2 or c.shape[0] < 3 or c.shape[1] < 2:
+            continue
+        n = c.shape[0]
+        m = c.mean(axis=0)
+        own.append(float((c - m).var(axis=1, ddof=1).mean()) / (1 - 1 / n))
+        means.append(float(m.var(ddof=1)) - own[-1] / n)
+    if not own:
+        return math.nan, math.nan
+    return float(np.mean(own)), float(np.mean(means))
+
+
+def _log_sd(samples: list[int] | None) -> float | None:
+    """Robust SD of log sample times (IQR / 1.349): how noisy one program's samples were."""
+    if not samples or len(samples) < 4:
+        return None
+    q1, q3 = np.percentile(np.log(samples), [25, 75])
+    return float(q3 - q1) / 1.349
 
 
 def _find(results, item, name: str):  # type: ignore[no-untyped-def]
@@ -298,7 +335,56 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
                   "claimed orders kept, all run pairs | mean τ | rerun spread % |",
                   "|---|---|---|---|---|---|---|---|",
                   *every]
+    between = [(name, row) for name, program_runs in runs.items()
+               if (row := process_spread([r for r in program_runs if r["mode"] == "paired"]))]
+    if between:
+        lines += ["", "Between processes (runs that saved each measurement process's "
+                  "log-ratio per item): every item's SD across all processes of all runs "
+                  "(its true ratio is the same in each) against its RMS per-process se; an "
+                  "item far above its se has a process effect of its own. In % of log-ratio.",
+                  " Inside each run: an item's own share of a process's deviation (SD) and "
+                  "the default's share, which every item of the process shares (the CI "
+                  "model takes them equal; _shares in bench_labels.py).",
+                  "", "| program | runs × processes | items | SD across processes: "
+                  "min–max (median) | RMS per-process se | items with SD > 1.5 × se | "
+                  "item's own share | default's share |",
+                  "|---|---|---|---|---|---|---|---|",
+                  *(f"| {name} | {row['runs']} × {row['processes']} | {row['items']} | "
+                    f"{row['sd_min']:.2f}–{row['sd_max']:.2f} ({row['sd_median']:.2f}) | "
+                    f"{row['se']:.2f} | {row['wide']} | {row['own']:.2f} | "
+                    f"{row['default']:.2f} |" for name, row in between)]
     return "\n".join(lines)
+
+
+def process_spread(got: list[dict]) -> dict | None:
+    """Per item of the first batch (configs by index, the A/A control as "control"): the SD
+    of its log-ratio across every process of every run, against its RMS per-process se."""
+    got = [r for r in got if r.get("processes")]
+    if len(got) < 2:
+        return None
+    values: dict[str, list[tuple[float, float]]] = {}
+    for run in got:
+        for item in run["processes"][0]["items"]:
+            if item["repeat_of"] is not None or None in item["centers"] or \
+                    None in item["ses"]:
+                continue
+            name = "control" if item["status"] == "control" else str(item["index"])
+            values.setdefault(name, []).extend(zip(item["centers"], item["ses"], strict=True))
+    rows = {k: (100 * float(np.std([c for c, _ in v], ddof=1)),
+                100 * math.sqrt(float(np.mean([s * s for _, s in v]))))
+            for k, v in values.items() if len(v) >= 4}
+    if not rows:
+        return None
+    sds = [sd for sd, _ in rows.values()]
+    wide = [k for k, (sd, se) in rows.items() if sd > 1.5 * se]
+    own, default = _shares(got)
+    return {"own": 100 * math.sqrt(own), "default": 100 * math.sqrt(max(0.0, default)),
+            "runs": len(got), "processes": len(got[0]["processes"][0]["items"][0]["centers"]),
+            "items": len(rows), "sd_min": min(sds), "sd_max": max(sds),
+            "sd_median": float(np.median(sds)),
+            "se": math.sqrt(float(np.mean([se * se for _, se in rows.values()]))),
+            "wide": ", ".join(sorted(wide, key=lambda k: (k == "control", k.zfill(4))))
+            or "none"}
 
 
 def overrides(pairs: list[str]) -> dict:
