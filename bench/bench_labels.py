@@ -91,7 +91,8 @@ def _recording() -> Iterator[list[dict]]:
     def record(per_process, spread, confidence=0.95):  # type: ignore[no-untyped-def]
         results = original(per_process, spread, confidence)
         got.append({
-            "tau2": spread.variance, "tau_df": spread.df, "tau_effective_df": spread.effective_df,
+            "tau2": spread.variance, "tau_df": spread.df, "own": spread.own_variance,
+            "default_share": spread.default_variance, "default_df": spread.default_df,
             "items": [{"index": r.index, "repeat_of": r.repeat_of, "status": r.status,
                        "centers": [_find(p, r, "log_center") for p in per_process],
                        "ses": [_find(p, r, "log_se") for p in per_process],
@@ -109,6 +110,43 @@ def _recording() -> Iterator[list[dict]]:
         yield got
     finally:
         pipeline.combine = original
+
+
+def recompute(run: dict) -> dict:
+    """The run's labels and CIs recomputed from its saved per-process records with this
+    checkout's ``replicas`` (the estimator changed, the measurements did not). Batches are
+    fed to one pool in order, as the collection did; control rows follow the batches'
+    controls in order."""
+    from tpugraphs_tools.measure.replicas import ProcessSpread, combined_interval
+
+    if not run.get("processes"):
+        return run
+    spread = ProcessSpread()
+    by_index: dict[int, tuple[float, float]] = {}
+    controls: list[tuple[float, float]] = []
+    for batch in run["processes"]:
+        items = [it for it in batch["items"]
+                 if None not in it["centers"] and None not in it["ses"]]
+        spread.add_batch([it["centers"] for it in items], [it["ses"] for it in items])
+        for it in items:
+            center, _, half = combined_interval(it["centers"], it["ses"],
+                                                [d or 1 for d in it["dfs"]], spread)
+            if it["status"] == "control":
+                controls.append((center, half))
+            elif it["repeat_of"] is None:
+                by_index[it["index"]] = (center, half)
+    rows = []
+    control_rows = iter(controls)
+    for row in run["rows"]:
+        new = by_index.get(row["config_index"]) if row["status"] == "ok" else \
+            next(control_rows, None) if row["status"] == "control" else None
+        if new is not None:
+            center, half = new
+            row = {**row, "relative_to_default": math.exp(center),
+                   "relative_ci_low": math.exp(center - half),
+                   "relative_ci_high": math.exp(center + half)}
+        rows.append(row)
+    return {**run, "rows": rows}
 
 
 def _shares(got: list[dict]) -> tuple[float, float]:
@@ -412,6 +450,9 @@ def main() -> int:
                         help="number of the first saved run (add runs to an earlier --save)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="MeasureOptions field for the paired modes (e.g. max_rounds=2000)")
+    parser.add_argument("--recompute", action="store_true",
+                        help="recompute labels and CIs from the saved per-process records "
+                        "with this checkout's estimator (runs that saved them)")
     parser.add_argument("--write", action="store_true")
     parser.add_argument("--title", default="Label reproducibility and A/A control",
                         help="docs/benchmarks.md section that --write replaces")
@@ -432,6 +473,8 @@ def main() -> int:
                                                                key=lambda p: int(
                                                                    p.name.split(".")[1]))]
             for name in names}
+    if args.recompute:
+        runs = {k: [recompute(r) for r in v] for k, v in runs.items()}
     text = report({k: v for k, v in runs.items() if v}, args)
     print(text)
     if args.write:

@@ -98,6 +98,61 @@ def test_cis_cover_the_truth_only_with_the_between_process_term():
     assert _coverage(0.0, pooled=True) >= 0.94  # no such effect: the term costs little
 
 
+def _small_default_batch(rng: np.random.Generator, truth: np.ndarray, processes: int,
+                         default_sd: float, own_sd: float = 0.01) -> np.ndarray:
+    """Each item deviates by ``own_sd`` per process; the default, shared by every item of
+    a process, by ``default_sd`` (smaller, as measured on resnet18)."""
+    own = rng.normal(0, own_sd, (truth.size, processes))
+    return truth[:, None] + own - rng.normal(0, default_sd, processes)[None, :]
+
+
+def test_with_two_processes_one_batch_the_defaults_share_is_taken_equal_to_an_items():
+    rng = np.random.default_rng(3)
+    spread = ProcessSpread()
+    spread.add_batch(_small_default_batch(rng, rng.normal(0, 0.05, 12), 2, 0.0).tolist(),
+                     np.full((12, 2), 0.005).tolist())
+    assert not spread.default_measured
+    assert spread.default_variance == spread.own_variance
+
+
+def test_a_measured_default_share_is_capped_at_an_items_own():
+    rng = np.random.default_rng(4)
+    spread = ProcessSpread()
+    for _ in range(3):  # three batches in two processes: 3 df for the default's share
+        spread.add_batch(_small_default_batch(rng, rng.normal(0, 0.05, 12), 2, 0.05).tolist(),
+                         np.full((12, 2), 0.005).tolist())
+    assert spread.default_measured
+    assert spread.default_variance == spread.own_variance  # measured far above: the cap
+
+
+def _four_process_cis(default_sd: float, graphs: int = 300, items: int = 12
+                      ) -> tuple[float, float]:
+    """(share of 95% CIs holding the truth, median half-width) over one-batch graphs timed
+    in four processes, when the default's share has SD ``default_sd`` and an item's 1%."""
+    rng = np.random.default_rng(5)
+    held = total = 0
+    halves = []
+    se = 0.008  # each process's own se: most of an item's 1% deviation
+    for _ in range(graphs):
+        truth = rng.normal(0, 0.05, items)
+        centers = _small_default_batch(rng, truth, 4, default_sd)
+        spread = ProcessSpread()
+        spread.add_batch(centers.tolist(), np.full((items, 4), se).tolist())
+        for t, c in zip(truth, centers, strict=True):
+            center, _, half = combined_interval(list(c), [se] * 4, [300] * 4, spread)
+            held += abs(center - t) <= half
+            halves.append(half)
+            total += 1
+    return held / total, float(np.median(halves))
+
+
+def test_a_measured_small_default_share_narrows_the_cis_and_they_still_cover():
+    small_cover, small_half = _four_process_cis(default_sd=0.004)
+    equal_cover, equal_half = _four_process_cis(default_sd=0.01)
+    assert small_cover >= 0.93 and equal_cover >= 0.93
+    assert small_half < 0.9 * equal_half
+
+
 def test_combine_merges_items_across_processes_and_keeps_failures():
     first = [_result(1, 0.10, 0.01), _result(2, 0.0, 0.01), _result(None, 0.0, 0.01, CONTROL),
              _result(1, 0.11, 0.01, REPEAT, repeat_of=1), _result(3, 0.2, 0.01)]
@@ -120,6 +175,7 @@ def test_combine_merges_items_across_processes_and_keeps_failures():
     assert repeat.log_center == pytest.approx(0.10)
     assert alone is first[4] and alone.processes == 1  # timed in one process only
     assert spread.df == 3  # config, control, repeat: 2 df among them, 1 for the default
+    assert not spread.default_measured
     assert config.process_sd == pytest.approx(math.sqrt(spread.variance))
 
 

@@ -27,24 +27,38 @@ from tpugraphs_tools.measure.worker import CONTROL, OK, REPEAT, ConfigResult
 TIMED = (OK, CONTROL, REPEAT)
 
 
+# Fewest degrees of freedom at which the default's share is measured rather than taken to
+# equal an item's own (ProcessSpread.default_variance): one batch timed in four processes, or
+# three batches in two.
+MIN_DEFAULT_DF = 3
+
+
 @dataclass
 class ProcessSpread:
-    """A program's between-process variance τ² of log speed, pooled over a graph's batches.
+    """Between-process variation of a graph's labels, pooled over its batches.
 
-    Item i in process p reads c_ip = μ_i + a_ip − b_p + e_ip − f_p: a_ip is the item's
-    process effect and b_p the default's, e_ip the item's sampling noise and f_p the
-    default's samples' (both shared by every item of the process). Programs are exchangeable
-    (the A/A control's premise), so a and b have variance τ², and a round's log-ratio noise
-    is half the config's and half the default's: a process's se² w splits into w/2 + w/2.
-    Per batch of n items: the items' spread across processes after removing each process's
-    mean over items is (τ² + w/2)(1 − 1/n), free of the default (τ² with (n − 1)(P − 1) df);
-    the spread of those means is τ²(1 + 1/n) + w/2 + w/(2n), the default's own τ² with P − 1
-    df (one draw of b: alone it would swing every CI of the graph). Pooled by df. Subtracting
-    all of w from the items' spread (an earlier version) hid τ: it read 0 in 13 of 16
-    benchmark runs while A/A controls failed 4 times in 16."""
+    Item i in process p reads c_ip = μ_i + u_ip − v_p: u_ip is the item's own deviation (its
+    process effect a_ip and its part of the sampling noise), v_p the default's, shared by every
+    item of the process (its process effect b_p and the common part of its samples' noise).
+    A label, the mean over P processes, has variance (var u_i + var v)/P. Per batch of n
+    items: the items' spread across processes after removing each process's mean over items
+    estimates var u (1 − 1/n) with (n − 1)(P − 1) df, free of the default; the spread of those
+    means estimates var v + var u / n with P − 1 df.
 
-    # (raw spread, the within-process noise expected in it, df) per estimate: τ² = raw − within
-    items: list[tuple[float, float, int]] = field(default_factory=list)
+    The first versions took var v = var u (the default is a program like any other, and its
+    share is one draw per process: alone it would swing every CI of the graph). Measured per
+    process on resnet18 (docs/benchmarks.md, "Argument sets per copy"), the default's share
+    was a third of an item's own variance while the A/A control's own share was like any
+    config's: every round's default sample enters all items, but each item's trimmed mean
+    keeps its own 60% of the rounds, so most of the default's sampling noise is item-specific.
+    So var v is measured once the pool has ``MIN_DEFAULT_DF`` for it (capped at var u, the
+    exchangeable value), and taken equal to var u before. τ² = var u − (half a process's
+    se²), the item's process effect, is what ``process_sd`` stores."""
+
+    # per batch: (items' spread after removing process means, their mean se², df)
+    own: list[tuple[float, float, int]] = field(default_factory=list)
+    # per batch: (spread of the process means, the u/n part expected in it, df)
+    means: list[tuple[float, float, int]] = field(default_factory=list)
 
     def add_batch(self, centers: Sequence[Sequence[float]], ses: Sequence[Sequence[float]]
                   ) -> None:
@@ -53,50 +67,112 @@ class ProcessSpread:
         if c.ndim != 2 or c.shape[0] < 2 or c.shape[1] < 2:
             return
         n, p = c.shape
-        within = float(np.mean(np.square(ses)))
         means = c.mean(axis=0)
-        residual = c - means
-        self.items.append((float(np.mean(residual.var(axis=1, ddof=1))) / (1 - 1 / n),
-                           within / 2, (n - 1) * (p - 1)))
-        self.items.append((float(means.var(ddof=1)) / (1 + 1 / n), within / 2, p - 1))
+        spread = float(np.mean((c - means).var(axis=1, ddof=1))) / (1 - 1 / n)
+        self.own.append((spread, float(np.mean(np.square(ses))), (n - 1) * (p - 1)))
+        self.means.append((float(means.var(ddof=1)), spread / n, p - 1))
+
+    @property
+    def own_df(self) -> int:
+        return sum(d for _, _, d in self.own)
+
+    @property
+    def own_variance(self) -> float:
+        """var u: an item's own between-process variance (process effect and sampling)."""
+        return sum(s * d for s, _, d in self.own) / self.own_df if self.own else 0.0
+
+    @property
+    def noise(self) -> float:
+        """A process's se², averaged like ``own_variance``."""
+        return sum(w * d for _, w, d in self.own) / self.own_df if self.own else 0.0
+
+    @property
+    def default_df(self) -> int:
+        return sum(d for _, _, d in self.means)
+
+    @property
+    def default_measured(self) -> bool:
+        return self.default_df >= MIN_DEFAULT_DF
+
+    @property
+    def default_variance(self) -> float:
+        """var v: the default's share, measured with enough df, else an item's own."""
+        own = self.own_variance
+        if not self.default_measured:
+            return own
+        return min(own, max(0.0, self._means_spread() - sum(
+            u * d for _, u, d in self.means) / self.default_df))
+
+    def _means_spread(self) -> float:
+        return sum(m * d for m, _, d in self.means) / max(1, self.default_df)
 
     @property
     def variance(self) -> float:
-        if not self.items:
+        """τ²: a program's process effect (``process_sd`` stores τ): an item's own spread
+        less half a process's se², pooled with the default's while that is not measured."""
+        if not self.own:
             return 0.0
-        return max(0.0, sum((raw - w) * d for raw, w, d in self.items) / max(1, self.df))
+        if not self.default_measured:
+            return self._exchangeable()[0] / 2
+        return max(0.0, self.own_variance - self.noise / 2)
 
     @property
     def df(self) -> int:
-        return sum(d for _, _, d in self.items)
+        return self.own_df + self.default_df
 
-    @property
-    def effective_df(self) -> float:
-        """Degrees of freedom of the τ² estimate: it is a spread minus the noise expected in
-        it, so its relative error exceeds the spread's (Satterthwaite), the more so the
-        smaller τ² is against that noise."""
-        tau2 = self.variance
-        if not self.items or tau2 <= 0:
-            return float(max(1, self.df))
-        noise = sum(w * d for _, w, d in self.items) / max(1, self.df)
-        return max(1.0, self.df * (tau2 / (tau2 + noise)) ** 2)
+    def between(self) -> tuple[float, float]:
+        """(var u + var v − a process's se², its degrees of freedom): what the process
+        effects add to a label's variance beyond the processes' own se² (times P), 0 if
+        negative. var u is pooled with ``own_df``; a measured var v adds its own error (the
+        means' spread, ``default_df``); an unmeasured one is var u again, so the estimate is
+        2 var u − se² with the error of 2 var u."""
+        if not self.own:
+            return 0.0, 1.0
+        if not self.default_measured:
+            return self._exchangeable()
+        own, v = self.own_variance, self.default_variance
+        extra = own + v - self.noise
+        if extra <= 0:
+            return 0.0, float(self.own_df)
+        error = 2 * own ** 2 / self.own_df + 2 * self._means_spread() ** 2 / self.default_df
+        return extra, max(1.0, 2 * extra ** 2 / error)
+
+    def _exchangeable(self) -> tuple[float, float]:
+        """2τ² with var v = var u: τ² pooled over the items' spread and the process means'
+        (each less half a process's se²; a mean of n items carries (1 + 1/n) programs'
+        draws), its df shrunk by (τ²/(τ² + noise))² (a spread less the noise in it)."""
+        pool = [(s - w / 2, w / 2, d) for s, w, d in self.own]
+        pool += [(m / (1 + 1 / n) - w / 2, w / 2, d) for (m, _, d), (_, w, _), n in zip(
+            self.means, self.own, self._sizes(), strict=True)]
+        df = sum(d for _, _, d in pool)
+        tau2 = max(0.0, sum(t * d for t, _, d in pool) / df)
+        if tau2 <= 0:
+            return 0.0, float(df)
+        noise = sum(w * d for _, w, d in pool) / df
+        return 2 * tau2, max(1.0, df * (tau2 / (tau2 + noise)) ** 2)
+
+    def _sizes(self) -> list[int]:
+        """Items per batch, from the two df: (n − 1)(P − 1) and P − 1."""
+        return [round(d / m) + 1 for (_, _, d), (_, _, m) in zip(self.own, self.means,
+                                                                strict=True)]
 
 
 def combined_interval(centers: Sequence[float], ses: Sequence[float], dfs: Sequence[int],
                       spread: ProcessSpread, confidence: float = 0.95
                       ) -> tuple[float, float, float]:
-    """(mean log-ratio, its se, CI half-width) over processes: variance Σse²/P² + 2τ²/P (the
-    item's and the default's process effects), t quantile with Satterthwaite's df (the within
-    part with the processes' summed df, τ² with the pool's)."""
+    """(mean log-ratio, its se, CI half-width) over processes: variance Σse²/P² (the
+    processes' own) + ``spread.between()``/P (the item's and the default's process effects),
+    t quantile with Satterthwaite's df (the within part with the processes' summed df)."""
     p = len(centers)
     center = float(np.mean(centers))
     within = float(np.sum(np.square(ses))) / p ** 2
-    between = 2 * spread.variance / p  # the item's process effects and the default's
+    extra, extra_df = spread.between()
+    between = extra / p
     total = within + between
     if total <= 0:
         return center, 0.0, 0.0
     df_within = max(1, sum(dfs))
-    parts = within ** 2 / df_within + (between ** 2 / spread.effective_df if between else 0.0)
+    parts = within ** 2 / df_within + (between ** 2 / extra_df if between else 0.0)
     df = total ** 2 / parts if parts > 0 else float(df_within)
     half = float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(total)
     return center, math.sqrt(total), half
