@@ -57,8 +57,8 @@ class ProcessSpread:
 
     # per batch: (items' spread after removing process means, their mean se², df)
     own: list[tuple[float, float, int]] = field(default_factory=list)
-    # per batch: (spread of the process means, the u/n part expected in it, df)
-    means: list[tuple[float, float, int]] = field(default_factory=list)
+    # per batch, in step with ``own``: (spread of the process means, items n, df)
+    means: list[tuple[float, int, int]] = field(default_factory=list)
 
     def add_batch(self, centers: Sequence[Sequence[float]], ses: Sequence[Sequence[float]]
                   ) -> None:
@@ -70,7 +70,7 @@ class ProcessSpread:
         means = c.mean(axis=0)
         spread = float(np.mean((c - means).var(axis=1, ddof=1))) / (1 - 1 / n)
         self.own.append((spread, float(np.mean(np.square(ses))), (n - 1) * (p - 1)))
-        self.means.append((float(means.var(ddof=1)), spread / n, p - 1))
+        self.means.append((float(means.var(ddof=1)), n, p - 1))
 
     @property
     def own_df(self) -> int:
@@ -100,8 +100,9 @@ class ProcessSpread:
         own = self.own_variance
         if not self.default_measured:
             return own
-        return min(own, max(0.0, self._means_spread() - sum(
-            u * d for _, u, d in self.means) / self.default_df))
+        expected = sum(s / n * d for (s, _, _), (_, n, d) in zip(self.own, self.means,
+                                                                strict=True))
+        return min(own, max(0.0, self._means_spread() - expected / self.default_df))
 
     def _means_spread(self) -> float:
         return sum(m * d for m, _, d in self.means) / max(1, self.default_df)
@@ -124,8 +125,7 @@ class ProcessSpread:
         """(var u + var v − a process's se², its degrees of freedom): what the process
         effects add to a label's variance beyond the processes' own se² (times P), 0 if
         negative. var u is pooled with ``own_df``; a measured var v adds its own error (the
-        means' spread, ``default_df``); an unmeasured one is var u again, so the estimate is
-        2 var u − se² with the error of 2 var u."""
+        means' spread, ``default_df``). Unmeasured, it is 2τ² (``_exchangeable``)."""
         if not self.own:
             return 0.0, 1.0
         if not self.default_measured:
@@ -142,19 +142,14 @@ class ProcessSpread:
         (each less half a process's se²; a mean of n items carries (1 + 1/n) programs'
         draws), its df shrunk by (τ²/(τ² + noise))² (a spread less the noise in it)."""
         pool = [(s - w / 2, w / 2, d) for s, w, d in self.own]
-        pool += [(m / (1 + 1 / n) - w / 2, w / 2, d) for (m, _, d), (_, w, _), n in zip(
-            self.means, self.own, self._sizes(), strict=True)]
+        pool += [(m / (1 + 1 / n) - w / 2, w / 2, d) for (m, n, d), (_, w, _) in zip(
+            self.means, self.own, strict=True)]
         df = sum(d for _, _, d in pool)
         tau2 = max(0.0, sum(t * d for t, _, d in pool) / df)
         if tau2 <= 0:
             return 0.0, float(df)
         noise = sum(w * d for _, w, d in pool) / df
         return 2 * tau2, max(1.0, df * (tau2 / (tau2 + noise)) ** 2)
-
-    def _sizes(self) -> list[int]:
-        """Items per batch, from the two df: (n − 1)(P − 1) and P − 1."""
-        return [round(d / m) + 1 for (_, _, d), (_, _, m) in zip(self.own, self.means,
-                                                                strict=True)]
 
 
 def combined_interval(centers: Sequence[float], ses: Sequence[float], dfs: Sequence[int],
