@@ -379,10 +379,11 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
         lines += ["", "Between processes (runs that saved each measurement process's "
                   "log-ratio per item): every item's SD across all processes of all runs "
                   "(its true ratio is the same in each) against its RMS per-process se; an "
-                  "item far above its se has a process effect of its own. In % of log-ratio.",
-                  " Inside each run: an item's own share of a process's deviation (SD) and "
+                  "item far above its se has a process effect of its own. In % of log-ratio. "
+                  "Inside each run: an item's own share of a process's deviation (SD) and "
                   "the default's share, which every item of the process shares (the CI "
-                  "model takes them equal; _shares in bench_labels.py).",
+                  "takes them equal until the graph has 3 df for the default's; _shares in "
+                  "bench_labels.py).",
                   "", "| program | runs × processes | items | SD across processes: "
                   "min–max (median) | RMS per-process se | items with SD > 1.5 × se | "
                   "item's own share | default's share |",

@@ -143,3 +143,22 @@ def test_collect_summary_shows_the_noise_floor() -> None:
     text = flat(captured.get())
     assert "noisefloor" in text and "±1.50%" in text and "2/3batches" in text
     assert "±2.10%" in text
+
+
+def test_collect_option_defaults_are_the_librarys():
+    """A `tgt collect` default that differs from MeasureOptions' would make the CLI and
+    plans/Python callers collect differently; every shared name must agree (the paired
+    engine's stop rule included, e.g. --target-precision)."""
+    import dataclasses
+
+    from tpugraphs_tools.cli.collect_cmd import collect
+    from tpugraphs_tools.measure.options import MeasureOptions
+    from tpugraphs_tools.measure.paired import StopRule
+
+    library = {f.name: f.default for f in dataclasses.fields(MeasureOptions)}
+    shared = [p for p in collect.params if p.name in library]
+    assert len(shared) >= 15
+    assert {p.name: p.default for p in shared} == {p.name: library[p.name] for p in shared}
+    rule = StopRule()
+    assert (rule.target_precision, rule.max_rounds) == (library["target_precision"],
+                                                        library["max_rounds"])

@@ -55,7 +55,7 @@ from tpugraphs_tools.format import KINDS
 @click.option("--min-sample-ms", default=1.0, show_default=True,
               type=click.FloatRange(min=0.0),
               help="Each timed sample repeats the program until it lasts this long.")
-@click.option("--target-precision", default=0.01, show_default=True,
+@click.option("--target-precision", default=0.007, show_default=True,
               type=click.FloatRange(min=0.0),
               help="Stop timing a config once its 95%% CI half-width is within this "
                    "fraction of its ratio (or its CI separates it from the default and its "
@@ -64,7 +64,7 @@ from tpugraphs_tools.format import KINDS
               help="A config that met --target-precision but whose CI still overlaps a "
                    "rank neighbour's (or holds the default's 1.0) goes on to this half-width "
                    "(or a cap): time goes where ranks are uncertain. Default: off.")
-@click.option("--max-rounds", default=3000, show_default=True, type=click.IntRange(min=3),
+@click.option("--max-rounds", default=6000, show_default=True, type=click.IntRange(min=3),
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,
               type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")

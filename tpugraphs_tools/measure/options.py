@@ -68,9 +68,9 @@ class MeasureOptions:
     isolation: str = "auto"
     timing: str = "paired"
     min_sample_ms: float = 1.0
-    target_precision: float = 0.01
+    target_precision: float = 0.007
     rank_precision: float | None = None
-    max_rounds: int = 3000
+    max_rounds: int = 6000
     max_seconds_per_config: float = 10.0
     copies: int = 8
     measure_processes: int = 2
