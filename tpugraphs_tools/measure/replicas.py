@@ -49,8 +49,9 @@ class ProcessSpread:
     share is one draw per process: alone it would swing every CI of the graph). Measured per
     process in nine sets of runs of four zoo programs (docs/benchmarks.md), the default's
     share was 0.16–0.88 of an item's own variance (median a third), while the A/A control's
-    own share was like any config's: every round's default sample enters all items, but each item's trimmed mean
-    keeps its own 60% of the rounds, so most of the default's sampling noise is item-specific.
+    own share was like any config's: every round's default sample enters all items, but each
+    item's trimmed mean keeps its own 60% of the rounds, so most of the default's sampling
+    noise is item-specific.
     So var v is measured once the pool has ``MIN_DEFAULT_DF`` for it (capped at var u, the
     exchangeable value), and taken equal to var u before. τ² = var u − (half a process's
     se²), the item's process effect, is what ``process_sd`` stores."""
