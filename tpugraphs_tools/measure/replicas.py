@@ -47,7 +47,7 @@ class ProcessSpread:
 
     The first versions took var v = var u (the default is a program like any other, and its
     share is one draw per process: alone it would swing every CI of the graph). Measured per
-    process in nine sets of runs of four zoo programs (docs/benchmarks.md), the default's
+    process in ten sets of runs of four zoo programs (docs/benchmarks.md), the default's
     share was 0.16–0.88 of an item's own variance (median a third), while the A/A control's
     own share was like any config's: every round's default sample enters all items, but each
     item's trimmed mean keeps its own 60% of the rounds, so most of the default's sampling
