@@ -52,9 +52,10 @@ class ProcessSpread:
     own share was like any config's: every round's default sample enters all items, but each
     item's trimmed mean keeps its own 60% of the rounds, so most of the default's sampling
     noise is item-specific.
-    So var v is measured once the pool has ``MIN_DEFAULT_DF`` for it (capped at var u, the
-    exchangeable value), and taken equal to var u before. τ² = var u − (half a process's
-    se²), the item's process effect, is what ``process_sd`` stores."""
+    So var v is measured once the pool has ``MIN_DEFAULT_DF`` for it, and taken equal to var
+    u before. It is not capped at var u: resnet50@112 at 16 copies read it at 3.9× var u.
+    τ² = var u − (half a process's se²), the item's process effect, is what ``process_sd``
+    stores."""
 
     # per batch: (items' spread after removing process means, their mean se², df)
     own: list[tuple[float, float, int]] = field(default_factory=list)
@@ -98,12 +99,11 @@ class ProcessSpread:
     @property
     def default_variance(self) -> float:
         """var v: the default's share, measured with enough df, else an item's own."""
-        own = self.own_variance
         if not self.default_measured:
-            return own
+            return self.own_variance
         expected = sum(s / n * d for (s, _, _), (_, n, d) in zip(self.own, self.means,
                                                                 strict=True))
-        return min(own, max(0.0, self._means_spread() - expected / self.default_df))
+        return max(0.0, self._means_spread() - expected / self.default_df)
 
     def _means_spread(self) -> float:
         return sum(m * d for m, _, d in self.means) / max(1, self.default_df)
