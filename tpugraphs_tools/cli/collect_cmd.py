@@ -68,11 +68,11 @@ from tpugraphs_tools.format import KINDS
               help="Cap on paired rounds per config.")
 @click.option("--max-seconds-per-config", default=10.0, show_default=True,
               type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")
-@click.option("--copies", default=8, show_default=True, type=click.IntRange(min=1),
+@click.option("--copies", default=16, show_default=True, type=click.IntRange(min=1),
               help="Loaded copies of the default and of each config, rotated over rounds: "
                    "identical programs loaded twice run at slightly different speeds "
                    "(code/buffer placement), and the copies' spread enters every CI.")
-@click.option("--measure-processes", default=2, show_default=True, type=click.IntRange(min=1),
+@click.option("--measure-processes", default=4, show_default=True, type=click.IntRange(min=1),
               help="Paired: measurement processes every batch is timed in, one after the "
                    "other. What the copies in one process share (buffer placement, load "
                    "order) differs between processes: labels average them and their CIs "

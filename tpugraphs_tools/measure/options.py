@@ -72,8 +72,8 @@ class MeasureOptions:
     rank_precision: float | None = None
     max_rounds: int = 6000
     max_seconds_per_config: float = 10.0
-    copies: int = 8
-    measure_processes: int = 2
+    copies: int = 16
+    measure_processes: int = 4
     max_kernels: int | None = None
     backend: str | None = None
     rtol: float | None = None
