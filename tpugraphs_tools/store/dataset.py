@@ -145,6 +145,20 @@ class Dataset:
         for row in self.graphs().to_dicts():
             yield row, self.load_arrays(row["graph_id"])
 
+    def to_networkx(self, graph_id: str) -> Any:
+        """One graph as a ``networkx.DiGraph`` (attributes: :func:`graph_view.graph_to_networkx`;
+        networkx is imported only here)."""
+        from tpugraphs_tools.store.graph_view import GRAPH_KEYS, graph_to_networkx
+
+        path = self.npz_path(graph_id)
+        row = self.graph_row(graph_id)
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in GRAPH_KEYS if k in npz.files}
+        except Exception as exc:
+            raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
+        return graph_to_networkx(row, arrays)
+
     def hlo_text(self, graph_id: str) -> str:
         """The stored HLO of a graph as text (protos are printed through jaxlib)."""
         row = self.graph_row(graph_id)
