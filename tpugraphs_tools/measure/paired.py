@@ -39,7 +39,7 @@ class StopRule:
     """When a batch stops adding rounds (``tgt collect --target-precision`` and caps)."""
 
     # CI half-width relative to the ratio. At 1% resnet18 tiny told 18% of its config pairs
-    # apart, at 0.7% 27% (docs/benchmarks.md, "What buys claims on resnet18").
+    # apart, at 0.7% 27% (docs/benchmarks/history/2026-12-02-label-reproducibility.md).
     target_precision: float = 0.007
     min_rounds: int = 8                # no CI is trusted before this many rounds
     max_rounds: int = 6000

@@ -4,7 +4,7 @@ Loaded copies inside one process vary code placement, and their spread enters ev
 (paired.py). What all copies of a process share (the heap history that places input, output
 and temporary buffers, the stack, the load order) does not vary inside it: independent reruns
 of resnet18 and transformer spread ~0.46% and ~0.83% per config more than their CIs said, and
-the default's own share of it moved every ratio of a run together (docs/benchmarks.md). So
+the default's own share of it moved every ratio of a run together (docs/benchmarks/history/). So
 every batch is timed in ``processes`` measurement processes (each with its share of the copies
 and of the round and time caps); a label is the mean of their log-ratios, and its variance
 adds the item's and the default's between-process variance, pooled over the graph's batches
@@ -47,7 +47,7 @@ class ProcessSpread:
 
     The first versions took var v = var u (the default is a program like any other, and its
     share is one draw per process: alone it would swing every CI of the graph). Measured per
-    process in ten sets of runs of four zoo programs (docs/benchmarks.md), the default's
+    process in ten sets of runs of four zoo programs (docs/benchmarks/history/), the default's
     share was 0.16–0.88 of an item's own variance (median a third), while the A/A control's
     own share was like any config's: every round's default sample enters all items, but each
     item's trimmed mean keeps its own 60% of the rounds, so most of the default's sampling

@@ -220,7 +220,7 @@ def warm_up_shuffled(runs: list[Any], passes: int, shuffle: random.Random) -> No
     A copy's first runs are cold (its temporary buffers are allocated then). The first
     version ran the default's copies first in every pass, the one step that set them apart
     from the A/A control's copies; meanwhile the control read below 1 in 14 of 16 batches of
-    the baseline plan (docs/timing.md)."""
+    the baseline plan (docs/design/label-engine.md)."""
     for _ in range(passes):
         order = list(runs)
         shuffle.shuffle(order)
@@ -248,8 +248,8 @@ def bind_copies(exes: list[Any], sets: list[list[Any]], run: Callable[[Any, list
     speed: with one set per process, resnet18 configs read bimodal between processes (+0.4%
     or +3.3% for the same config) while their copies agreed inside each process. With a set
     per copy that draw varies between copies, so the copies' spread measures it and their
-    mean averages it (docs/timing.md, step 3). Copy j of the default and of every config
-    share set j, as they share a round."""
+    mean averages it (docs/design/label-engine.md, step 3). Copy j of the default and of
+    every config share set j, as they share a round."""
     return [functools.partial(run, exe, sets[j % len(sets)]) for j, exe in enumerate(exes)]
 
 
