@@ -24,6 +24,7 @@ Tree::
     │   └── PlanError
     ├── DatasetError          store/, publish/, partition/: dataset directories and trees
     │   ├── FormatVersionError
+    │   ├── TuningDataError   an official raw tuning proto that cannot be imported
     │   └── NothingToScore (also a BaselineError)
     ├── BaselineError         baseline/: training and scoring
     └── ValidateError         validate/: reading files under check
@@ -141,6 +142,11 @@ class DatasetError(TgtError):
 
 class FormatVersionError(DatasetError):
     """Raised for a dataset written by a newer tgt than this one."""
+
+
+class TuningDataError(DatasetError):
+    """Raised for an official TpuGraphs tuning proto that cannot be read or imported (names the
+    file and the message that failed)."""
 
 
 # -- baseline ---------------------------------------------------------------------------------

@@ -1,0 +1,345 @@
+"""``tgt import --tuning-data``: the official raw tuning protos → a tgt dataset.
+
+Each ``ModuleTuningData`` becomes one graph, featurized by tgt from its embedded
+``xla.HloModuleProto`` exactly as ``tgt collect --hlo`` would, and each of its runs one config
+row. What a run means follows the official encoder (``tuning_data_iterator.cc``):
+
+* the runtime is ``ExecutionProfile.compute_time_ns``; a run is timed when ``error`` is false and
+  that runtime is positive (tile: above 1 ns, as the official tile reader);
+* the normalizer is the runtime of the first timed run marked ``is_default``;
+* a layout run's ``node_config_feat`` row holds, per node in ``config_index_to_node`` order,
+  up to three tensors' ``dims`` (6 slots each, -1 padded); a tile run's ``config_feat`` is
+  the 24 tile features of its kernel/output/input bounds (six values, sum, product; 0 if empty).
+
+Runs that are not timed are kept as ``runtime_error`` rows (the file records no cause).
+The dataset appears at ``out`` only once every file is in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tpugraphs_tools.configs import SLOTS
+from tpugraphs_tools.errors import HloError, TuningDataError
+from tpugraphs_tools.features import Graph, featurize
+from tpugraphs_tools.format import (
+    LAYOUT,
+    LAYOUT_CONFIG_WIDTH,
+    TILE,
+    TILE_CONFIG_WIDTH,
+    Collection,
+)
+from tpugraphs_tools.hlo import HloSource, fingerprint, from_file
+from tpugraphs_tools.publish._staging import check_separate, staged_dir
+from tpugraphs_tools.publish._tuning_proto import OFFICIAL, TuningFile, decode_tuning_file
+from tpugraphs_tools.store import Dataset, make_graph_id
+
+LAYOUT_MAX_TENSORS = 3    # tensors per configurable node (output, input, kernel)
+LAYOUT_MAX_DIMS = 6       # dims kept per tensor
+TILE_LEADING = 6          # bounds kept per group before their sum and product
+CONFIG_SPACE = {"layout": "layout", "tile": "tpu-tile-sizes"}  # graphs.config_space
+STRATEGY = "default"      # the search folder export writes them to (layout/xla/default/...)
+ERROR_MESSAGE = "run marked error in the tuning data (the file records no cause)"
+UNTIMED_MESSAGE = "run has no positive compute_time_ns in its ExecutionProfile"
+
+
+@dataclass
+class TuningImportResult:
+    out: Path
+    graphs: int = 0
+    configs: int = 0
+    timed: int = 0
+    failed: int = 0
+    files: dict[str, str] = field(default_factory=dict)         # file -> message type
+    config_nodes: dict[str, tuple[int, int]] = field(default_factory=dict)  # matched, total
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Module:
+    """One ModuleTuningData with where it came from (for messages and provenance)."""
+
+    file: TuningFile
+    index: int
+    message: Any
+    sha256: str
+
+    @property
+    def where(self) -> str:
+        if self.file.message == "ModuleTuningData":
+            return f"{self.file.path}"
+        return f"{self.file.path}: TuningData.modules[{self.index}]"
+
+    @property
+    def source_path(self) -> str:
+        name = self.file.path.name
+        return name if self.file.message == "ModuleTuningData" else f"{name}#modules[{self.index}]"
+
+
+def tile_features(kernel: Iterable[int], output: Iterable[int],
+                  inputs: Iterable[int]) -> np.ndarray:
+    """The 24 TpuGraphs tile features: per group six leading values (0-padded), then the sum
+    and product of *all* its values (product 0 for an empty group), as the official encoder."""
+    feat = np.zeros(TILE_CONFIG_WIDTH, dtype=np.float32)
+    for g, values in enumerate((list(kernel), list(output), list(inputs))):
+        base = g * (TILE_LEADING + 2)
+        lead = values[:TILE_LEADING]
+        feat[base:base + len(lead)] = lead
+        feat[base + TILE_LEADING] = sum(values)
+        feat[base + TILE_LEADING + 1] = float(np.prod(values, dtype=np.float64)) if values else 0.0
+    return feat
+
+
+def layout_features(run: Any, num_nodes: int, where: str) -> np.ndarray:
+    """[nc, 18] float32 of one layout run: tensor t's dims at 6t.., -1 where absent."""
+    nodes = run.module_config.layout_config.nodes
+    if len(nodes) != num_nodes:
+        raise TuningDataError(f"{where}: layout_config has {len(nodes)} nodes, "
+                              f"config_index_to_node {num_nodes}")
+    feat = np.full((num_nodes, LAYOUT_CONFIG_WIDTH), -1.0, dtype=np.float32)
+    for j, node in enumerate(nodes):
+        if len(node.tensors) > LAYOUT_MAX_TENSORS:
+            raise TuningDataError(f"{where}: layout node {j} has {len(node.tensors)} tensors "
+                                  f"(at most {LAYOUT_MAX_TENSORS})")
+        for t, tensor in enumerate(node.tensors):
+            dims = list(tensor.dims)[:LAYOUT_MAX_DIMS]
+            feat[j, t * LAYOUT_MAX_DIMS:t * LAYOUT_MAX_DIMS + len(dims)] = dims
+    return feat
+
+
+def kind_of(module: Module) -> Collection:
+    """Layout if the runs hold module (layout) configs, tile if op (tile size) configs."""
+    kinds = {run.WhichOneof("config") for run in module.message.runs}
+    if kinds == {"module_config"}:
+        if not module.message.config_index_to_node:
+            raise TuningDataError(f"{module.where}: layout runs but no config_index_to_node")
+        return LAYOUT
+    if kinds == {"op_config"}:
+        return TILE
+    named = ", ".join(sorted(str(k) for k in kinds))
+    raise TuningDataError(f"{module.where}: runs hold {named} configs; expected all "
+                          "module_config (layout) or all op_config (tile)")
+
+
+def read_module(module: Module, scratch: Path) -> tuple[HloSource, Graph]:
+    """The embedded HloModuleProto through tgt's reader for foreign protos (XLA's parser in a
+    child process, like ``tgt collect --hlo``), then tgt's featurizer."""
+    with tempfile.TemporaryDirectory(dir=scratch) as tmp:
+        path = Path(tmp) / "module.hlo.pb"
+        path.write_bytes(module.message.module)
+        try:
+            src = from_file(path)
+        except HloError as exc:
+            raise TuningDataError(f"{module.where}: module (xla.HloModuleProto) cannot be "
+                                  f"read: {exc}") from None
+    return src, featurize(src.module)
+
+
+def _timed(run: Any, kind: Collection) -> bool:
+    floor = 1 if kind is TILE else 0
+    return not run.error and run.HasField("profile") and run.profile.compute_time_ns > floor
+
+
+def _config_json(run: Any, kind: Collection, names: list[str]) -> str:
+    if kind is TILE:
+        tile = run.op_config.tile_size_config
+        return json.dumps({k: list(getattr(tile, k)) for k in
+                           ("kernel_bounds", "output_bounds", "input_bounds",
+                            "iteration_bounds")}, sort_keys=True)
+    out: dict[str, dict[str, list[int]]] = {}
+    for name, node in zip(names, run.module_config.layout_config.nodes, strict=True):
+        slots = {SLOTS[t]: list(tensor.dims) for t, tensor in enumerate(node.tensors)
+                 if tensor.dims}
+        if slots:
+            out[name] = slots
+    return json.dumps(out, sort_keys=True)
+
+
+@dataclass
+class Prepared:
+    """One module turned into a graph row, its arrays, its config rows and its raw HLO."""
+
+    module: Module
+    row: dict[str, Any]
+    arrays: dict[str, np.ndarray]
+    configs: list[dict[str, Any]]
+    hlo: bytes
+    timed: int
+    matched: tuple[int, int] | None
+    warnings: list[str]
+
+
+def prepare(module: Module, backend: str, scratch: Path) -> Prepared:
+    """Graph, arrays and rows of one module; :class:`SkipModule` if it cannot be labelled."""
+    msg = module.message
+    if not msg.module or not msg.runs:
+        missing = "runs" if msg.module else "module (xla.HloModuleProto)"
+        raise SkipModule(f"{module.where}: no {missing}; not imported")
+    kind = kind_of(module)
+    src, graph = read_module(module, scratch)
+    warnings: list[str] = []
+    matched = None
+    if kind is LAYOUT:
+        ours, theirs = graph.node_config_ids.tolist(), [int(i) for i in msg.config_index_to_node]
+        matched = (sum(a == b for a, b in zip(ours, theirs, strict=False)), len(theirs))
+        if ours != theirs:
+            raise TuningDataError(
+                f"{module.where}: config_index_to_node {_short(theirs)} differs from tgt's "
+                f"configurable nodes {_short(ours)} ({matched[0]} of {matched[1]} agree); "
+                "the layout configs would land on the wrong nodes, so it is not imported")
+    names = [graph.node_names[i] for i in graph.node_config_ids.tolist()]
+    timed = [i for i, run in enumerate(msg.runs) if _timed(run, kind)]
+    default = next((i for i in timed if msg.runs[i].is_default), None)
+    normalizer = None if default is None else int(msg.runs[default].profile.compute_time_ns)
+    if normalizer is None:
+        if kind is TILE:
+            raise SkipModule(f"{module.where}: no timed run marked is_default, so no "
+                             "normalizer (config_runtime_normalizers); not imported")
+        warnings.append(f"{module.where}: no timed run marked is_default; its labels have no "
+                        "normalizer (the official encoder drops such a module)")
+    runtime = np.asarray([msg.runs[i].profile.compute_time_ns for i in timed], dtype=np.int64)
+    arrays = graph.arrays()
+    if kind is LAYOUT:
+        nc = len(names)
+        feats = [layout_features(msg.runs[i], nc, f"{module.where} runs[{i}]") for i in timed]
+        arrays["node_config_feat"] = (np.stack(feats) if feats else
+                                      np.zeros((0, nc, LAYOUT_CONFIG_WIDTH), np.float32))
+    else:
+        arrays.pop("node_config_ids")
+        bounds = [msg.runs[i].op_config.tile_size_config for i in timed]
+        arrays["config_feat"] = (np.stack([tile_features(b.kernel_bounds, b.output_bounds,
+                                                         b.input_bounds) for b in bounds])
+                                 if bounds else np.zeros((0, TILE_CONFIG_WIDTH), np.float32))
+        arrays["config_runtime_normalizers"] = np.full(len(timed), normalizer or 0, np.int64)
+    arrays["config_runtime"] = runtime
+    fp = fingerprint(src.module)
+    program = src.module.name
+    row = {
+        "graph_id": make_graph_id(program, fp), "collection": kind.kind.value,
+        "program": program,
+        "program_args": json.dumps({"tuning_file": module.file.path.name,
+                                    "tuning_file_sha256": module.sha256,
+                                    "message": f"{OFFICIAL}.{module.file.message}",
+                                    "module_index": module.index,
+                                    "module_fingerprint": str(int(msg.fingerprint))},
+                                   sort_keys=True),
+        "source": "tpugraphs", "source_path": module.source_path,
+        "hlo_stage": kind.hlo_stage, "fingerprint": fp, "backend": backend,
+        "device_kind": None, "config_space": CONFIG_SPACE[kind.kind.value],
+        "num_nodes": graph.num_nodes, "num_edges": int(graph.edge_index.shape[0]),
+        "num_configurable": len(names) if kind is LAYOUT else 0,
+        "num_configs": len(timed),
+    }
+    npz_row = {i: k for k, i in enumerate(timed)}
+    configs = []
+    for i, run in enumerate(msg.runs):
+        value = int(run.profile.compute_time_ns) if i in npz_row else None
+        ok = value is not None
+        configs.append({
+            "config_index": i, "strategy": STRATEGY, "seed": None,
+            "is_default": bool(run.is_default), "status": "ok" if ok else "runtime_error",
+            "config": _config_json(run, kind, names), "npz_row": npz_row.get(i),
+            "runtime_min_ns": value, "default_runtime_ns": normalizer,
+            "relative_to_default": (value / normalizer if value is not None and normalizer
+                                    else None),
+            "error_message": None if ok else (ERROR_MESSAGE if run.error else UNTIMED_MESSAGE),
+        })
+    return Prepared(module, row, arrays, configs, bytes(msg.module), len(timed), matched,
+                    warnings)
+
+
+class SkipModule(Exception):
+    """A module that is left out with a warning (not an error of the file)."""
+
+
+def _short(ids: list[int], limit: int = 8) -> str:
+    body = ", ".join(str(i) for i in ids[:limit])
+    return f"[{body}{', ...' if len(ids) > limit else ''}] ({len(ids)})"
+
+
+def decode_files(paths: list[Path]) -> Iterator[Module]:
+    for path in paths:
+        data = _read(path)
+        tuning = decode_tuning_file(path, data)
+        digest = hashlib.sha256(data).hexdigest()
+        for i, message in enumerate(tuning.modules):
+            yield Module(tuning, i, message, digest)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise TuningDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend: str = "tpu",
+                       overwrite: bool = False, jobs: int = 1,
+                       progress: Callable[[int, int], None] = lambda _i, _n: None
+                       ) -> TuningImportResult:
+    """Read official tuning protos into a new dataset at ``out`` (renamed into place at the end).
+
+    Every file is decoded first, so a damaged one is refused before anything is written.
+    Modules are read on ``jobs`` threads (each parse runs in an XLA child process); the rows
+    do not depend on it.
+    """
+    paths = [Path(f) for f in files]
+    if not paths:
+        raise TuningDataError("no tuning files given")
+    for path in paths:
+        if not path.is_file():
+            raise TuningDataError(f"{path}: no such file")
+        check_separate(path, out)
+    modules = list(decode_files(paths))
+    result = TuningImportResult(Path(out))
+    for module in modules:
+        result.files[str(module.file.path)] = f"{OFFICIAL}.{module.file.message}"
+    seen: dict[str, str] = {}
+    with staged_dir(out, overwrite) as stage, \
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        dataset = Dataset.open(stage, create=True)
+        scratch = stage / ".tgt-import"
+        scratch.mkdir()
+        for done, prep in enumerate(pool.map(lambda m: _prepare_or_skip(m, backend, scratch),
+                                             modules), start=1):
+            progress(done, len(modules))
+            if isinstance(prep, str):
+                result.warnings.append(prep)
+                continue
+            graph_id = prep.row["graph_id"]
+            if graph_id in seen:
+                result.warnings.append(f"{prep.module.where}: same module as {seen[graph_id]} "
+                                       f"(graph {graph_id}); skipped")
+                continue
+            seen[graph_id] = prep.module.where
+            with dataset.transaction() as tx:
+                tx.put_graph(prep.row, prep.arrays, hlo=prep.hlo, hlo_suffix=".hlo.pb")
+                tx.put_configs(graph_id, prep.configs)
+            result.warnings.extend(prep.warnings)
+            result.graphs += 1
+            result.configs += len(prep.configs)
+            result.timed += prep.timed
+            result.failed += len(prep.configs) - prep.timed
+            if prep.matched is not None:
+                result.config_nodes[graph_id] = prep.matched
+        scratch.rmdir()
+        if not result.graphs:
+            raise TuningDataError("no module of " + ", ".join(str(p) for p in paths)
+                                  + " could be imported: " + "; ".join(result.warnings))
+    return result
+
+
+def _prepare_or_skip(module: Module, backend: str, scratch: Path) -> Prepared | str:
+    try:
+        return prepare(module, backend, scratch)
+    except SkipModule as skip:
+        return str(skip)
