@@ -9,7 +9,7 @@ from pathlib import Path
 import tpugraphs_tools
 
 ROOT = Path(tpugraphs_tools.__file__).parents[1]
-MODULE_OF = {"pyyaml": "yaml"}  # distributions whose import name differs
+MODULE_OF = {"pyyaml": "yaml", "protobuf": "google.protobuf"}  # distributions whose import name differs
 
 
 def _declared() -> list[str]:

@@ -145,8 +145,7 @@ class FormatVersionError(DatasetError):
 
 
 class TuningDataError(DatasetError):
-    """Raised for an official TpuGraphs tuning proto that cannot be read or imported (names the
-    file and the message that failed)."""
+    """Raised for an official tuning proto that cannot be read or imported (names the file)."""
 
 
 # -- baseline ---------------------------------------------------------------------------------

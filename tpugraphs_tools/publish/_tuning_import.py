@@ -178,12 +178,12 @@ class Prepared:
     warnings: list[str]
 
 
-def prepare(module: Module, backend: str, scratch: Path) -> Prepared:
-    """Graph, arrays and rows of one module; :class:`SkipModule` if it cannot be labelled."""
+def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
+    """Graph, arrays and rows of one module, or why it is left out (a warning)."""
     msg = module.message
     if not msg.module or not msg.runs:
         missing = "runs" if msg.module else "module (xla.HloModuleProto)"
-        raise SkipModule(f"{module.where}: no {missing}; not imported")
+        return f"{module.where}: no {missing}; not imported"
     kind = kind_of(module)
     src, graph = read_module(module, scratch)
     warnings: list[str] = []
@@ -202,8 +202,8 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared:
     normalizer = None if default is None else int(msg.runs[default].profile.compute_time_ns)
     if normalizer is None:
         if kind is TILE:
-            raise SkipModule(f"{module.where}: no timed run marked is_default, so no "
-                             "normalizer (config_runtime_normalizers); not imported")
+            return (f"{module.where}: no timed run marked is_default, so no normalizer "
+                    "(config_runtime_normalizers); not imported")
         warnings.append(f"{module.where}: no timed run marked is_default; its labels have no "
                         "normalizer (the official encoder drops such a module)")
     runtime = np.asarray([msg.runs[i].profile.compute_time_ns for i in timed], dtype=np.int64)
@@ -257,10 +257,6 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared:
                     warnings)
 
 
-class SkipModule(Exception):
-    """A module that is left out with a warning (not an error of the file)."""
-
-
 def _short(ids: list[int], limit: int = 8) -> str:
     body = ", ".join(str(i) for i in ids[:limit])
     return f"[{body}{', ...' if len(ids) > limit else ''}] ({len(ids)})"
@@ -309,8 +305,8 @@ def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend:
         dataset = Dataset.open(stage, create=True)
         scratch = stage / ".tgt-import"
         scratch.mkdir()
-        for done, prep in enumerate(pool.map(lambda m: _prepare_or_skip(m, backend, scratch),
-                                             modules), start=1):
+        for done, prep in enumerate(pool.map(lambda m: prepare(m, backend, scratch), modules),
+                                    start=1):
             progress(done, len(modules))
             if isinstance(prep, str):
                 result.warnings.append(prep)
@@ -336,10 +332,3 @@ def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend:
             raise TuningDataError("no module of " + ", ".join(str(p) for p in paths)
                                   + " could be imported: " + "; ".join(result.warnings))
     return result
-
-
-def _prepare_or_skip(module: Module, backend: str, scratch: Path) -> Prepared | str:
-    try:
-        return prepare(module, backend, scratch)
-    except SkipModule as skip:
-        return str(skip)
