@@ -24,7 +24,20 @@ def write_section(title: str, body: str, command: str) -> None:
     DOC.write_text(text)
 
 
+def portable_arg(arg: str, root: Path = DOC.parent.parent) -> str:
+    """An argument as a reader can type it: paths inside the repository relative to it, other
+    absolute paths (save dirs, scratch) by their last component, so docs name no one machine."""
+    if not arg.startswith("/"):
+        return arg
+    path = Path(arg)
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return path.name or arg
+
+
 def record(title: str, body: str) -> None:
     """``write_section`` with the command line that is running now."""
-    command = " ".join(["python", f"bench/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    args = [portable_arg(arg) for arg in sys.argv[1:]]
+    command = " ".join(["python", f"bench/{Path(sys.argv[0]).name}", *args])
     write_section(title, body, command)

@@ -1,0 +1,22 @@
+"""Benchmark commands written into docs/benchmarks.md name no path of one machine."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+from _doc import portable_arg
+
+
+def test_paths_outside_the_repository_keep_only_their_name(tmp_path: Path):
+    root = tmp_path / "repo"
+    (root / "bench" / "plans").mkdir(parents=True)
+    assert portable_arg("/scratch/user/labels-t7", root) == "labels-t7"
+    assert portable_arg(str(root / "bench" / "plans" / "p.yaml"), root) == "bench/plans/p.yaml"
+
+
+def test_options_and_relative_paths_are_unchanged():
+    assert portable_arg("--save") == "--save"
+    assert portable_arg("data/x") == "data/x"
+    assert portable_arg("0.007") == "0.007"
