@@ -120,7 +120,8 @@ class TopField:
 
 
 def top_fields(data: bytes) -> Iterator[TopField]:
-    """The top-level fields of a serialized message; ValueError names the byte where it breaks."""
+    """The top-level fields of a serialized message; ValueError(why, field number or None)
+    names the byte where it breaks."""
     pos = 0
     while pos < len(data):
         try:
@@ -139,11 +140,11 @@ def top_fields(data: bytes) -> Iterator[TopField]:
             else:
                 raise ValueError(f"wire type {wire} (field {number}) at byte {pos}")
         except EOFError as eof:
-            raise ValueError(f"ends inside a field at byte {eof.args[0]} of {len(data)}") \
-                from None
+            raise ValueError(f"ends inside a field at byte {eof.args[0]} of {len(data)} "
+                             "(truncated)", None) from None
         if pos > len(data):
             raise ValueError(f"field {number} at byte {start} declares {pos - start} bytes, "
-                             f"only {len(data) - start} follow (truncated)")
+                             f"only {len(data) - start} follow (truncated)", number)
         yield TopField(number, start, pos)
 
 
@@ -197,14 +198,16 @@ def decode_tuning_file(path: str | Path, data: bytes | None = None) -> TuningFil
     try:
         fields.extend(top_fields(data))
     except ValueError as exc:
+        why, number = exc.args[0], (exc.args[1] if len(exc.args) > 1 else None)
         seen = [f.number for f in fields]
+        ours = set(seen) <= {1, 2, 3, 4} and number in (None, 1, 2, 3, 4)
         named = ("ModuleTuningData" if set(seen) & {2, 3, 4} else
                  "TuningData" if seen.count(1) >= 2 and set(seen) == {1} else None)
-        named = (f"{OFFICIAL}.{named}" if named else
-                 f"{OFFICIAL}.ModuleTuningData or {OFFICIAL}.TuningData")
-        what = (f"a truncated {named}" if "truncated" in str(exc) or "ends inside" in str(exc)
-                else f"not a {named} protobuf")
-        raise TuningDataError(f"{path}: {what}: {exc}") from None
+        both = f"{OFFICIAL}.ModuleTuningData or {OFFICIAL}.TuningData"
+        what = (f"a truncated {OFFICIAL}.{named}" if ours and named and "truncated" in why
+                else f"a truncated {both}" if ours and "truncated" in why
+                else f"not a {both} protobuf")
+        raise TuningDataError(f"{path}: {what}: {why}") from None
     numbers = {f.number for f in fields}
     if numbers & {2, 3, 4}:
         name = "ModuleTuningData"
