@@ -3,13 +3,26 @@
 from tpugraphs_tools.store.atomic import CACHE_DIR, JOURNAL, TEMP_MARK, WORK_DIR
 from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
+from tpugraphs_tools.store.label_stats import (
+    LABEL_COLUMNS,
+    Z95,
+    Headroom,
+    NoiseCeiling,
+    disjoint_pairs,
+    graph_label_stats,
+    headroom,
+    log_se,
+    noise_ceiling,
+)
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, jax_versions, now, sha256_file
 from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir, to_arrow_table
 from tpugraphs_tools.store.tables import Part, TableInfo, parts_for_key, table_info
 
 __all__ = [
-    "CACHE_DIR", "FORMAT_VERSION", "JOURNAL", "MANIFEST", "TEMP_MARK", "WORK_DIR", "Dataset",
-    "Part", "TableInfo", "Transaction", "arrow_schema", "graph_to_networkx", "jax_versions",
-    "load_schema", "make_graph_id", "networkx_to_arrays", "now", "parts_for_key", "schema_dir",
-    "sha256_file", "table_info", "to_arrow_table",
+    "CACHE_DIR", "FORMAT_VERSION", "JOURNAL", "LABEL_COLUMNS", "MANIFEST", "TEMP_MARK",
+    "WORK_DIR", "Z95", "Dataset", "Headroom", "NoiseCeiling", "Part", "TableInfo", "Transaction",
+    "arrow_schema", "disjoint_pairs", "graph_label_stats", "graph_to_networkx", "headroom",
+    "jax_versions", "load_schema", "log_se", "make_graph_id", "networkx_to_arrays",
+    "noise_ceiling", "now", "parts_for_key", "schema_dir", "sha256_file", "table_info",
+    "to_arrow_table",
 ]
