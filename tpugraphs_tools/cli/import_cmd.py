@@ -59,7 +59,10 @@ def import_(sources: tuple[str, ...], tuning_data: bool, out: str, backend: str 
     from tpugraphs_tools.parallel import default_jobs
 
     if tuning_data:
-        _import_tuning(sources, out, backend, jobs or default_jobs(), overwrite)
+        if executor != "local":
+            raise click.UsageError("--tuning-data reads modules locally (--jobs); "
+                                   "--executor ray is for npz trees")
+        _import_tuning(sources, out, backend, jobs or default_jobs(), batch_mb << 20, overwrite)
         return
     if len(sources) != 1 or not Path(sources[0]).is_dir():
         raise click.UsageError("give one TREE folder (or pass --tuning-data for proto files)")
@@ -80,12 +83,12 @@ def import_(sources: tuple[str, ...], tuning_data: bool, out: str, backend: str 
 
 
 def _import_tuning(files: tuple[str, ...], out: str, backend: str | None, jobs: int,
-                   overwrite: bool) -> None:
+                   batch_bytes: int, overwrite: bool) -> None:
     from tpugraphs_tools.publish import import_tuning_data
 
     with terminal.progress("importing modules") as advance:
         result = import_tuning_data(files, out, backend=backend or "tpu", overwrite=overwrite,
-                                    jobs=jobs, progress=advance)
+                                    jobs=jobs, batch_bytes=batch_bytes, progress=advance)
     terminal.warnings(result.warnings)
     table = terminal.table("imported tuning data", ("file", "message"))
     for path, message in result.files.items():

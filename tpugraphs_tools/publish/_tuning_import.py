@@ -39,8 +39,15 @@ from tpugraphs_tools.format import (
     Collection,
 )
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file
+from tpugraphs_tools.publish._import import MAX_PART_ROWS
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
-from tpugraphs_tools.publish._tuning_proto import OFFICIAL, TuningFile, decode_tuning_file
+from tpugraphs_tools.publish._tuning_proto import (
+    OFFICIAL,
+    TuningFile,
+    decode_tuning_file,
+    read_tuning_bytes,
+    scan_tuning_file,
+)
 from tpugraphs_tools.store import Dataset, make_graph_id
 
 LAYOUT_MAX_TENSORS = 3    # tensors per configurable node (output, input, kernel)
@@ -62,6 +69,15 @@ class TuningImportResult:
     files: dict[str, str] = field(default_factory=dict)         # file -> message type
     config_nodes: dict[str, tuple[int, int]] = field(default_factory=dict)  # matched, total
     warnings: list[str] = field(default_factory=list)
+
+    def add(self, prep: Prepared) -> None:
+        self.warnings.extend(prep.warnings)
+        self.graphs += 1
+        self.configs += len(prep.configs)
+        self.timed += prep.timed
+        self.failed += len(prep.configs) - prep.timed
+        if prep.matched is not None:
+            self.config_nodes[prep.row["graph_id"]] = prep.matched
 
 
 @dataclass
@@ -262,31 +278,32 @@ def _short(ids: list[int], limit: int = 8) -> str:
     return f"[{body}{', ...' if len(ids) > limit else ''}] ({len(ids)})"
 
 
-def decode_files(paths: list[Path]) -> Iterator[Module]:
-    for path in paths:
-        data = _read(path)
-        tuning = decode_tuning_file(path, data)
-        digest = hashlib.sha256(data).hexdigest()
-        for i, message in enumerate(tuning.modules):
-            yield Module(tuning, i, message, digest)
+def decode_modules(path: Path) -> Iterator[Module]:
+    """The modules of one file (decoded whole; files are taken one at a time)."""
+    data = read_tuning_bytes(path)
+    tuning = decode_tuning_file(path, data)
+    digest = hashlib.sha256(data).hexdigest()
+    for i, message in enumerate(tuning.modules):
+        yield Module(tuning, i, message, digest)
 
 
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise TuningDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+def count_modules(path: Path) -> tuple[str, int]:
+    """(message type, modules) of a file from its top-level fields: refuses a truncated or
+    foreign file before anything is featurized or written."""
+    name, fields = scan_tuning_file(path, read_tuning_bytes(path))
+    return name, (1 if name == "ModuleTuningData" else len(fields))
 
 
 def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend: str = "tpu",
-                       overwrite: bool = False, jobs: int = 1,
+                       overwrite: bool = False, jobs: int = 1, batch_bytes: int = 256 << 20,
                        progress: Callable[[int, int], None] = lambda _i, _n: None
                        ) -> TuningImportResult:
     """Read official tuning protos into a new dataset at ``out`` (renamed into place at the end).
 
-    Every file is decoded first, so a damaged one is refused before anything is written.
-    Modules are read on ``jobs`` threads (each parse runs in an XLA child process); the rows
-    do not depend on it.
+    Every file's wire format is scanned first (a truncated or foreign file is refused before any
+    work); then files are decoded one at a time, so memory holds one file, and committed one
+    at a time. Modules are read on ``jobs`` threads (each parse runs in an XLA child process);
+    the rows do not depend on it. Any error leaves nothing at ``out``.
     """
     paths = [Path(f) for f in files]
     if not paths:
@@ -295,38 +312,41 @@ def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend:
         if not path.is_file():
             raise TuningDataError(f"{path}: no such file")
         check_separate(path, out)
-    modules = list(decode_files(paths))
     result = TuningImportResult(Path(out))
-    for module in modules:
-        result.files[str(module.file.path)] = f"{OFFICIAL}.{module.file.message}"
+    total = 0
+    for path in paths:
+        name, count = count_modules(path)
+        result.files[str(path)] = f"{OFFICIAL}.{name}"
+        total += count
     seen: dict[str, str] = {}
+    done = 0
     with staged_dir(out, overwrite) as stage, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         dataset = Dataset.open(stage, create=True)
         scratch = stage / ".tgt-import"
         scratch.mkdir()
-        for done, prep in enumerate(pool.map(lambda m: prepare(m, backend, scratch), modules),
-                                    start=1):
-            progress(done, len(modules))
-            if isinstance(prep, str):
-                result.warnings.append(prep)
-                continue
-            graph_id = prep.row["graph_id"]
-            if graph_id in seen:
-                result.warnings.append(f"{prep.module.where}: same module as {seen[graph_id]} "
-                                       f"(graph {graph_id}); skipped")
-                continue
-            seen[graph_id] = prep.module.where
-            with dataset.transaction() as tx:
+        tx, pending = dataset.transaction(), 0
+        for path in paths:
+            for prep in pool.map(lambda m: prepare(m, backend, scratch), decode_modules(path)):
+                done += 1
+                progress(done, total)
+                if isinstance(prep, str):
+                    result.warnings.append(prep)
+                    continue
+                graph_id = prep.row["graph_id"]
+                if graph_id in seen:
+                    result.warnings.append(f"{prep.module.where}: same module as "
+                                           f"{seen[graph_id]} (graph {graph_id}); skipped")
+                    continue
+                seen[graph_id] = prep.module.where
                 tx.put_graph(prep.row, prep.arrays, hlo=prep.hlo, hlo_suffix=".hlo.pb")
                 tx.put_configs(graph_id, prep.configs)
-            result.warnings.extend(prep.warnings)
-            result.graphs += 1
-            result.configs += len(prep.configs)
-            result.timed += prep.timed
-            result.failed += len(prep.configs) - prep.timed
-            if prep.matched is not None:
-                result.config_nodes[graph_id] = prep.matched
+                result.add(prep)
+                pending += sum(a.nbytes for a in prep.arrays.values())
+                if pending >= batch_bytes or tx.pending_rows >= MAX_PART_ROWS:
+                    tx.commit()
+                    pending = 0
+        tx.commit()
         scratch.rmdir()
         if not result.graphs:
             raise TuningDataError("no module of " + ", ".join(str(p) for p in paths)

@@ -183,14 +183,9 @@ def _module_tuning(data: bytes, path: Path, where: str) -> Any:
         raise
 
 
-def decode_tuning_file(path: str | Path, data: bytes | None = None) -> TuningFile:
-    """Read ``path`` as a ModuleTuningData or a TuningData; TuningDataError on anything else."""
-    path = Path(path)
-    if data is None:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise TuningDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+def scan_tuning_file(path: Path, data: bytes) -> tuple[str, list[TopField]]:
+    """(message type, top-level fields) of a file, from its wire format alone (cheap: no
+    parse); a truncated or foreign file is refused here with what it looked like."""
     if not data:
         raise TuningDataError(f"{path}: empty file (expected a {OFFICIAL}.ModuleTuningData or "
                               f"{OFFICIAL}.TuningData protobuf)")
@@ -209,17 +204,33 @@ def decode_tuning_file(path: str | Path, data: bytes | None = None) -> TuningFil
                 else f"not a {both} protobuf")
         raise TuningDataError(f"{path}: {what}: {why}") from None
     numbers = {f.number for f in fields}
-    if numbers & {2, 3, 4}:
-        name = "ModuleTuningData"
+    if numbers & {2, 3, 4} and numbers <= {1, 2, 3, 4}:
+        return "ModuleTuningData", fields
+    if numbers == {1}:
+        return "TuningData", fields
+    raise TuningDataError(f"{path}: not a {OFFICIAL}.ModuleTuningData or "
+                          f"{OFFICIAL}.TuningData: top-level fields "
+                          f"{sorted(numbers)} (expected 1-4, or only 1)")
+
+
+def read_tuning_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise TuningDataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def decode_tuning_file(path: str | Path, data: bytes | None = None) -> TuningFile:
+    """Read ``path`` as a ModuleTuningData or a TuningData; TuningDataError on anything else."""
+    path = Path(path)
+    if data is None:
+        data = read_tuning_bytes(path)
+    name, fields = scan_tuning_file(path, data)
+    if name == "ModuleTuningData":
         modules = [_module_tuning(data, path, f"{OFFICIAL}.{name}")]
-    elif numbers == {1}:
-        name = "TuningData"
+    else:
         modules = [_module_tuning(data[f.start:f.end], path,
                                   f"{OFFICIAL}.TuningData.modules[{i}] "
                                   f"({OFFICIAL}.ModuleTuningData)")
                    for i, f in enumerate(fields)]
-    else:
-        raise TuningDataError(f"{path}: not a {OFFICIAL}.ModuleTuningData or "
-                              f"{OFFICIAL}.TuningData: top-level fields "
-                              f"{sorted(numbers)} (expected 1-4, or only 1)")
     return TuningFile(path, name, modules)
