@@ -171,3 +171,39 @@ def test_cli_report(source_dataset: Path, tmp_path: Path):
                                     str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "r" / "index.html").exists() and "5 plots" in res.output
+    assert "headroom: a config beats the default in" in res.output
+
+
+def test_stats_show_headroom_and_the_noise_ceiling_per_graph(source_dataset: Path):
+    ds = Dataset.open(source_dataset)
+    configs = ds.configs()
+    ok = configs.filter((pl.col("status") == "ok") & pl.col("relative_to_default").is_not_null())
+    gid = ok.filter(~pl.col("is_default"))["graph_id"][0]
+    # CIs ±1% on one graph only: it gets a ceiling, the others say it is unknown
+    labelled = configs.with_columns(
+        pl.when(pl.col("graph_id") == gid).then(pl.col("relative_to_default") * 0.99)
+        .alias("relative_ci_low"),
+        pl.when(pl.col("graph_id") == gid).then(pl.col("relative_to_default") * 1.01)
+        .alias("relative_ci_high"))
+    stats = compute_stats(ds.graphs(), labelled)
+    by_id = {g.graph_id: g for g in stats.labels}
+    assert set(by_id) == set(ok["graph_id"].unique())
+    mine = by_id[gid]
+    rows = ok.filter((pl.col("graph_id") == gid) & ~pl.col("is_default"))
+    ratios = rows["relative_to_default"].to_numpy()
+    assert mine.headroom is not None and mine.headroom.configs == rows.height
+    assert mine.headroom.fastest == pytest.approx(ratios.min())
+    assert mine.headroom.fastest_low == pytest.approx(ratios.min() * 0.99)
+    assert mine.headroom.faster_share == pytest.approx((ratios < 1).mean())
+    assert mine.ceiling is not None and mine.ceiling.pairs == ok.filter(
+        pl.col("graph_id") == gid).height * (ok.filter(pl.col("graph_id") == gid).height - 1) // 2
+    assert 0 < mine.ceiling.kendall_tau <= 1
+    assert all(g.ceiling is None for g in stats.labels if g.graph_id != gid)
+    from tpugraphs_tools.publish._report_html import report_html
+
+    page = report_html("t", stats, [], {})
+    assert "Per graph: headroom and noise ceiling" in page
+    assert "no CI: ceiling unknown" in page and f"{mine.ceiling.kendall_tau:.3f}" in page
+    assert "over 1 graphs" in stats.label_summary()
+    plain = compute_stats(ds.graphs(), configs.drop("relative_ci_low", "relative_ci_high"))
+    assert plain.label_summary().endswith("noise ceiling: no CI: ceiling unknown")

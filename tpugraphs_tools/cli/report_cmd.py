@@ -18,7 +18,9 @@ def report(data: str, out: str, overwrite: bool) -> None:
 
     \b
     Plots: runtime relative to the default per program, best speed-up, configs per status
-    (errors, no-ops), graph sizes and configs per graph.
+    (errors, no-ops), graph sizes and configs per graph. Per graph: headroom (fastest ÷
+    default with its CI, share of configs faster than the default, label spread) and the
+    noise ceiling (Kendall τ two reruns of the same configs would reach).
     Needs matplotlib (pip install 'tpugraphs-tools[publish]'); the page works offline.
     Example:
       tgt report data/ --out report/
@@ -31,3 +33,5 @@ def report(data: str, out: str, overwrite: bool) -> None:
     terminal.success(f"{stats.graphs} graphs, {stats.configs} configs, "
                      f"{len(result.plots)} plots → {result.page}")
     print_pairs_apart(stats.pairs_separated, stats.pairs)
+    if (summary := stats.label_summary()) is not None:
+        terminal.print(summary)

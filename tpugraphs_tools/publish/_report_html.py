@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from html import escape
 
+from tpugraphs_tools.publish._report_labels import GraphLabels, pooled_ceiling
 from tpugraphs_tools.publish._report_stats import ReportStats
+from tpugraphs_tools.store import Headroom, NoiseCeiling
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1000px; color: #222; }
@@ -66,6 +68,66 @@ def _program_table(stats: ReportStats) -> str:
     return f"<table>{head}{rows}</table>"
 
 
+NO_CI = "no CI: ceiling unknown"
+
+
+def _tau(value: float) -> str:
+    return "–" if value != value else f"{value:.3f}"   # NaN: no pair to score
+
+
+def _ceiling_cells(ceiling: NoiseCeiling | None) -> str:
+    if ceiling is None:
+        return f'<td colspan="2">{NO_CI}</td>'
+    return f"<td>{_tau(ceiling.kendall_tau)}</td><td>{_tau(ceiling.kendall_tau_sure)}</td>"
+
+
+def _headroom_cells(room: Headroom | None) -> str:
+    if room is None:
+        return '<td colspan="5">no labelled non-default config</td>'
+    ci = (f" [{room.fastest_low:.3f}, {room.fastest_high:.3f}]"
+          if room.fastest_low is not None and room.fastest_high is not None else "")
+    surely = _pct(room.surely_faster_share)
+    return (f"<td>{room.configs}</td><td>{room.fastest:.3f}{ci}</td>"
+            f"<td>{_pct(room.faster_share)}</td><td>{surely}</td>"
+            f"<td>{room.p5:.3f} – {room.median:.3f} – {room.p95:.3f}</td>")
+
+
+def _pooled_line(labels: list[GraphLabels]) -> str:
+    pooled = pooled_ceiling(labels)
+    if pooled is None:
+        return ""
+    if not pooled.graphs:
+        return f"<p><b>Noise ceiling</b>: {NO_CI} (the labels carry no confidence intervals).</p>"
+    unknown = f"; {pooled.unknown} graph(s) without CIs left out" if pooled.unknown else ""
+    return (f"<p><b>Noise ceiling</b>: two independent measurements of the same configs "
+            f"would agree with Kendall τ {_tau(pooled.kendall_tau)} (over the pairs whose CIs "
+            f"are disjoint: {_tau(pooled.kendall_tau_sure)}), mean of {pooled.graphs} "
+            f"graph(s){unknown}. A cost model scored on these labels cannot be expected to "
+            "do better.</p>")
+
+
+def labels_table(labels: list[GraphLabels]) -> str:
+    """Per graph: headroom over the default and the noise ceiling (section of the page)."""
+    if not labels:
+        return ""
+    head = ("<tr><th>graph</th><th>program</th><th>configs</th>"
+            "<th>fastest ÷ default [95% CI]</th><th>faster than default</th>"
+            "<th>CI below 1</th><th>p5 – median – p95</th><th>ceiling τ</th>"
+            "<th>ceiling τ, sure pairs</th></tr>")
+    rows = "".join(
+        f"<tr><td>{escape(g.graph_id)}</td><td>{escape(g.program)}</td>"
+        f"{_headroom_cells(g.headroom)}{_ceiling_cells(g.ceiling)}</tr>" for g in labels)
+    return (f"<h2>Per graph: headroom and noise ceiling</h2>{_pooled_line(labels)}"
+            f"<table>{head}{rows}</table>"
+            "<p class=\"muted\">Headroom over ok non-default configs' labels (runtime ÷ "
+            "default): the fastest one with its 95% CI (below 1: a config beats the default), "
+            "the share with a label below 1, the share whose whole CI lies below 1, and the "
+            "spread of the labels. Ceiling τ: the Kendall τ expected between two independent "
+            "measurements of the graph's configs, each label drawn normal on the log scale "
+            "with the standard error its CI gives; sure pairs: the pairs whose CIs are "
+            "disjoint.</p>")
+
+
 def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]],
                 facts: dict[str, str]) -> str:
     """The page; ``plots`` are (png file name, title, caption), ``facts`` provenance lines."""
@@ -90,5 +152,5 @@ def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]
         "default's runtime in the same timing window). Median CI ±: half-width of the labels' "
         "95% confidence intervals. Pairs told apart: config pairs of one graph (the default "
         "included) whose CIs are disjoint. Best speed-up: default runtime over the "
-        "fastest config's.</p></body></html>\n"
+        f"fastest config's.</p>{labels_table(stats.labels)}</body></html>\n"
     )

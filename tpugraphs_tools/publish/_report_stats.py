@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
+
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result",
                   "default_failed")
 SKIPPED_STATUSES = ("noop", "duplicate")
@@ -47,6 +49,20 @@ class ReportStats:
     noise_floor: float | None = None
     pairs: int = 0
     pairs_separated: int = 0
+    labels: list[GraphLabels] = field(default_factory=list)   # per graph: headroom, ceiling
+
+    def label_summary(self) -> str | None:
+        """One line: graphs where a config beats the default, and the pooled noise ceiling."""
+        pooled = pooled_ceiling(self.labels)
+        if pooled is None:
+            return None
+        rooms = [g.headroom for g in self.labels if g.headroom is not None]
+        faster = sum(r.fastest < 1.0 for r in rooms)
+        line = f"headroom: a config beats the default in {faster}/{len(rooms)} graphs; "
+        if not pooled.graphs:
+            return line + "noise ceiling: no CI: ceiling unknown"
+        return (line + f"noise ceiling τ {pooled.kendall_tau:.3f} (sure pairs "
+                f"{pooled.kendall_tau_sure:.3f}) over {pooled.graphs} graphs")
 
 
 def _status_counts(configs: pl.LazyFrame) -> dict[str, int]:
@@ -78,6 +94,7 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
         pl.col("graph_id").replace_strict(programs_of, default=None).alias("program"))
     noise = _noise(configs)
     separation = _separation(configs)
+    labels = label_stats(graphs, configs)
     configs = configs.filter(pl.col("status") != "control")  # not configs: batch checks
     measured = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
                 & (pl.col("relative_to_default") > 0))
@@ -125,6 +142,7 @@ def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) ->
         noise_floor=noise.get(None, {}).get("noise_floor"),
         pairs=sum(p.pairs for p in per_program),
         pairs_separated=sum(p.pairs_separated for p in per_program),
+        labels=labels,
     )
 
 
