@@ -281,6 +281,10 @@ def test_official_test_files_import_export_and_load(tmp_path: Path) -> None:
     result = import_tuning_data(files, tmp_path / "ds", jobs=2)
     assert result.warnings == []
     assert list(result.config_nodes.values()) == [(62, 62)]
+    assert {Path(f).name: (s.message, s.modules, s.graphs, s.timed, s.failed)
+            for f, s in result.files.items()} == {
+        "module_tuning_data_layout.pb": ("tpu_graphs.ModuleTuningData", 1, 1, 112, 10),
+        "op_tuning_data.pb": ("tpu_graphs.TuningData", 15, 15, 752, 2)}
     ds = Dataset.open(tmp_path / "ds")
     graphs = ds.graphs()
     configs = ds.configs()

@@ -90,9 +90,12 @@ def _import_tuning(files: tuple[str, ...], out: str, backend: str | None, jobs: 
         result = import_tuning_data(files, out, backend=backend or "tpu", overwrite=overwrite,
                                     jobs=jobs, batch_bytes=batch_bytes, progress=advance)
     terminal.warnings(result.warnings)
-    table = terminal.table("imported tuning data", ("file", "message"))
-    for path, message in result.files.items():
-        table.add_row(path, message)
+    table = terminal.table("imported tuning data",
+                           ("file", "message", "modules", "graphs", "timed", "error rows"),
+                           right={"modules", "graphs", "timed", "error rows"})
+    for path, s in result.files.items():
+        table.add_row(path, s.message, str(s.modules), str(s.graphs), str(s.timed),
+                      str(s.failed))
     terminal.print(table)
     for graph_id, (matched, total) in result.config_nodes.items():
         terminal.note("config nodes", f"{graph_id}: node_config_ids match config_index_to_node "

@@ -18,11 +18,16 @@ from tpugraphs_tools.publish._official import KEYS, SPLITS, TreeEntry, parse_tre
 from tpugraphs_tools.publish._publish import PublishResult, dataset_name, publish_dataset
 from tpugraphs_tools.publish._report import ReportResult, write_report
 from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
-from tpugraphs_tools.publish._tuning_import import TuningImportResult, import_tuning_data
+from tpugraphs_tools.publish._tuning_import import (
+    FileSummary,
+    TuningImportResult,
+    import_tuning_data,
+)
 from tpugraphs_tools.publish._tuning_proto import TuningFile, decode_tuning_file
 
 __all__ = [
-    "DEFAULT_RATIOS", "KEYS", "SPLITS", "SPLIT_BY", "ExportResult", "FilePlan", "ImportResult",
+    "DEFAULT_RATIOS", "KEYS", "SPLITS", "SPLIT_BY", "ExportResult", "FilePlan", "FileSummary",
+    "ImportResult",
     "PublishResult", "ReportResult", "ReportStats", "SplitPlan", "TreeEntry", "TuningFile",
     "TuningImportResult", "arrays_fingerprint", "assign_splits", "compute_stats", "dataset_name",
     "decode_tuning_file", "export_tpugraphs", "import_tpugraphs", "import_tuning_data",

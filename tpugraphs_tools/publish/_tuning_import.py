@@ -60,22 +60,37 @@ UNTIMED_MESSAGE = "run has no positive compute_time_ns in its ExecutionProfile"
 
 
 @dataclass
+class FileSummary:
+    """What one file held and what became of it."""
+
+    message: str          # official message type, e.g. tpu_graphs.TuningData
+    modules: int
+    graphs: int = 0
+    timed: int = 0
+    failed: int = 0
+
+
+@dataclass
 class TuningImportResult:
     out: Path
     graphs: int = 0
     configs: int = 0
     timed: int = 0
     failed: int = 0
-    files: dict[str, str] = field(default_factory=dict)         # file -> message type
+    files: dict[str, FileSummary] = field(default_factory=dict)
     config_nodes: dict[str, tuple[int, int]] = field(default_factory=dict)  # matched, total
     warnings: list[str] = field(default_factory=list)
 
     def add(self, prep: Prepared) -> None:
+        failed = len(prep.configs) - prep.timed
+        summary = self.files[str(prep.module.file.path)]
+        summary.graphs, summary.timed, summary.failed = (
+            summary.graphs + 1, summary.timed + prep.timed, summary.failed + failed)
         self.warnings.extend(prep.warnings)
         self.graphs += 1
         self.configs += len(prep.configs)
         self.timed += prep.timed
-        self.failed += len(prep.configs) - prep.timed
+        self.failed += failed
         if prep.matched is not None:
             self.config_nodes[prep.row["graph_id"]] = prep.matched
 
@@ -316,7 +331,7 @@ def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend:
     total = 0
     for path in paths:
         name, count = count_modules(path)
-        result.files[str(path)] = f"{OFFICIAL}.{name}"
+        result.files[str(path)] = FileSummary(f"{OFFICIAL}.{name}", count)
         total += count
     seen: dict[str, str] = {}
     done = 0
