@@ -37,8 +37,10 @@ TIMING_LAYOUT = ("Layout label (paired engine): `relative_to_default` is the tri
                  "default per batch) give the noise floor (docs/timing.md).")
 TIMING_TILE = ("Tile label: `config_runtime` = the config's minimum and "
                "`config_runtime_normalizers` = the default's minimum in the same window.")
-TIMING_IMPORTED = ("Runtimes of graphs imported from an official TpuGraphs tree are the "
-                   "published `config_runtime` values, unchanged.")
+TIMING_IMPORTED = ("Runtimes of graphs imported from TpuGraphs (source `tpugraphs`) are its own "
+                   "TPU measurements, unchanged: the published `config_runtime` values of an "
+                   "official tree, or `ExecutionProfile.compute_time_ns` of the official raw "
+                   "tuning protos (`tgt import --tuning-data`).")
 # the label note of each collected kind, in this order
 _TIMING_BY_KIND = {Kind.LAYOUT: TIMING_LAYOUT, Kind.TILE: TIMING_TILE}
 
