@@ -258,6 +258,12 @@ def test_damaged_files_are_refused_and_nothing_is_written(
         assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".pb")) == []
     with pytest.raises(TuningDataError, match="truncated"):
         decode_tuning_file(tmp_path / "tiles_truncated.pb")
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(TuningDataError, match=r"holds no \*\.pb"):
+        import_tuning_data([tmp_path / "nothing"], out)
+    with pytest.raises(TuningDataError, match="no such file"):
+        import_tuning_data([tmp_path / "missing.pb"], out)
+    assert not out.exists()
 
 
 def test_config_nodes_that_disagree_are_refused(layout_pb: tuple[Path, list[int]],
@@ -277,8 +283,7 @@ def test_config_nodes_that_disagree_are_refused(layout_pb: tuple[Path, list[int]
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"official tuning test files not present "
                                                  f"({SHARED}: CI's read-only ../shared copy)")
 def test_official_test_files_import_export_and_load(tmp_path: Path) -> None:
-    files = [SHARED / "module_tuning_data_layout.pb", SHARED / "op_tuning_data.pb"]
-    result = import_tuning_data(files, tmp_path / "ds", jobs=2)
+    result = import_tuning_data([SHARED], tmp_path / "ds", jobs=2)  # a folder: its *.pb
     assert result.warnings == []
     assert list(result.config_nodes.values()) == [(62, 62)]
     assert {Path(f).name: (s.message, s.modules, s.graphs, s.timed, s.failed)

@@ -15,7 +15,8 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
                 metavar="TREE | --tuning-data FILE...")
 @click.option("--tuning-data", is_flag=True,
               help="SOURCES are official raw tuning protos (tpu_graphs/proto/tuning.proto: "
-                   "a ModuleTuningData or a TuningData each), not an npz tree.")
+                   "a ModuleTuningData or a TuningData each; a folder: its *.pb), not an npz "
+                   "tree.")
 @click.option("--out", default=DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False),
               help="New dataset folder; it appears only when every file is in.")
 @click.option("--backend", default=None,
@@ -55,6 +56,7 @@ def import_(sources: tuple[str, ...], tuning_data: bool, out: str, backend: str 
       tgt import ~/tpugraphs/npz_all/ --out tpugraphs-data/
       tgt import tpugraphs/ --out data/ --overwrite
       tgt import --tuning-data module_tuning_data_layout.pb op_tuning_data.pb --out tpu-data/
+      tgt import --tuning-data raw-tuning/ --out tpu-data/ -j 8
     """
     from tpugraphs_tools.parallel import default_jobs
 

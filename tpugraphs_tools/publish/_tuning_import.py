@@ -302,6 +302,25 @@ def decode_modules(path: Path) -> Iterator[Module]:
         yield Module(tuning, i, message, digest)
 
 
+def expand_files(files: Iterable[str | Path]) -> list[Path]:
+    """The files to read: each file as given, each folder's ``*.pb`` (recursively, sorted),
+    so a raw dump of thousands of files needs no shell glob."""
+    paths: list[Path] = []
+    for given in map(Path, files):
+        if given.is_dir():
+            found = sorted(p for p in given.rglob("*.pb") if p.is_file())
+            if not found:
+                raise TuningDataError(f"{given}: folder holds no *.pb tuning files")
+            paths.extend(found)
+        elif given.is_file():
+            paths.append(given)
+        else:
+            raise TuningDataError(f"{given}: no such file")
+    if not paths:
+        raise TuningDataError("no tuning files given")
+    return paths
+
+
 def count_modules(path: Path) -> tuple[str, int]:
     """(message type, modules) of a file from its top-level fields: refuses a truncated or
     foreign file before anything is featurized or written."""
@@ -320,12 +339,8 @@ def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend:
     at a time. Modules are read on ``jobs`` threads (each parse runs in an XLA child process);
     the rows do not depend on it. Any error leaves nothing at ``out``.
     """
-    paths = [Path(f) for f in files]
-    if not paths:
-        raise TuningDataError("no tuning files given")
+    paths = expand_files(files)
     for path in paths:
-        if not path.is_file():
-            raise TuningDataError(f"{path}: no such file")
         check_separate(path, out)
     result = TuningImportResult(Path(out))
     total = 0
