@@ -8,6 +8,8 @@ the command and its worker processes, sampled every 50 ms (psutil).
 
     nice -n 19 python bench/bench_scale.py --graphs 60 240 --jobs 1
     nice -n 19 python bench/bench_scale.py --graphs 1000 --nodes 300 --configurable 10 --jobs 1
+    nice -n 19 python bench/bench_scale.py --graphs 60 240 --steps import --keep
+    nice -n 19 python bench/bench_scale.py --graphs 60 240 --steps validate --keep  # reuses them
     ... --write   # update docs/benchmarks.md
 """
 
@@ -69,13 +71,19 @@ def run(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
         print(f"generating {tree} ...", flush=True)
         write_tree(tree, n, args.configs, args.nodes, args.configurable, args.tiles,
                    args.tile_configs)
-    shutil.rmtree(data, ignore_errors=True)
+    if "import" in args.steps:
+        shutil.rmtree(data, ignore_errors=True)
+    elif not (data / "manifest.json").is_file():
+        raise SystemExit(f"{data}: no dataset; run with --steps import --keep first")
     shutil.rmtree(pub, ignore_errors=True)
     jobs = ["--jobs", str(args.jobs)]
     result: dict[str, Any] = {"graphs": n}
-    result["import"] = measure(["import", str(tree), "--out", str(data), *jobs])
-    result["validate"] = measure(["validate", str(data), *jobs])
-    result["publish"] = measure(["publish", str(data), "--out", str(pub), "--name", "bench"])
+    commands = {"import": ["import", str(tree), "--out", str(data), *jobs],
+                "validate": ["validate", str(data), *jobs],
+                "publish": ["publish", str(data), "--out", str(pub), "--name", "bench"]}
+    for step in STEPS:
+        if step in args.steps:
+            result[step] = measure(commands[step])
     manifest = json.loads((data / "manifest.json").read_text())
     result["config_rows"] = manifest["tables"]["configs"]["rows"]
     result["parts"] = len(manifest["tables"]["configs"]["parts"])
@@ -87,11 +95,14 @@ def run(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return result
 
 
+STEPS = ("import", "validate", "publish")
+
+
 def table(results: list[dict[str, Any]]) -> str:
     lines = ["| graphs | config rows | parts | command | seconds | peak RSS MiB | tree RSS MiB |",
              "|---:|---:|---:|---|---:|---:|---:|"]
     for r in results:
-        for cmd in ("import", "validate", "publish"):
+        for cmd in (c for c in STEPS if c in r):
             m = r[cmd]
             lines.append(f"| {r['graphs']} | {r['config_rows']:,} | {r['parts']} | {cmd} | "
                          f"{m['seconds']} | {m['peak_mib']} | {m['tree_mib']} |")
@@ -101,7 +112,7 @@ def table(results: list[dict[str, Any]]) -> str:
         lines.append(f"Growth {a['graphs']} → {b['graphs']} graphs "
                      f"({b['graphs'] / a['graphs']:.0f}× the data):")
         lines.append("")
-        for cmd in ("import", "validate", "publish"):
+        for cmd in (c for c in STEPS if c in a and c in b):
             ma, mb = a[cmd], b[cmd]
             lines.append(f"* {cmd}: peak RSS {mb['peak_mib'] / ma['peak_mib'] - 1:+.0%}, "
                          f"tree RSS {mb['tree_mib'] / ma['tree_mib'] - 1:+.0%}, time "
@@ -119,6 +130,9 @@ def main() -> None:
     ap.add_argument("--tile-configs", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "scale")
+    ap.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS),
+                    help="commands to measure; without import, the datasets a --keep run "
+                         "left are reused")
     ap.add_argument("--keep", action="store_true", help="keep datasets and publish output")
     ap.add_argument("--title", default="Scale: import / validate / publish memory and time")
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")

@@ -21,6 +21,9 @@ from tpugraphs_tools.validate.npz_file import NpzSummary
 from tpugraphs_tools.validate.report import Report
 
 GRAPHS = "graphs.parquet"
+# The configs columns the row rules below read: validate holds only these of a part together.
+CONFIG_COLUMNS = ("graph_id", "status", "npz_row", "runtime_min_ns", "honoured", "config",
+                  "relative_to_default", "relative_ci_low", "relative_ci_high")
 _COUNT_COLUMNS = (("num_nodes", "num_nodes"), ("num_edges", "num_edges"),
                   ("num_configurable", "num_configurable"))
 

@@ -101,14 +101,14 @@ def _check_total(manifest: dict, info: TableInfo, report: Report) -> None:
                     key=f"tables/{info.name}/rows")
 
 
-def _read_part(root: Path, manifest: dict, part: Part, name: str, report: Report
-               ) -> pl.DataFrame | None:
+def _read_part(root: Path, manifest: dict, part: Part, name: str, report: Report,
+               columns: list[str] | None = None) -> pl.DataFrame | None:
     path = root / part.file
     if not path.is_file():
         if part.file not in manifest["files"]:  # listed-but-missing is reported already
             report.emit("dataset.table_missing", f"{name} table part missing", part.file)
         return None
-    return table_checks.read_table(path, part.file, name, report, part.rows)
+    return table_checks.read_table(path, part.file, name, report, part.rows, columns)
 
 
 class _Places:
@@ -153,6 +153,7 @@ def _read_small_tables(root: Path, manifest: dict, infos: dict[str, TableInfo],
         tables[name] = df
     for name, df in tables.items():
         table_checks.check_foreign_keys(name, df, _first_file(infos[name]), tables, report)
+    table_checks.release_unused_memory()
     return tables, places
 
 
@@ -163,10 +164,12 @@ def _stream_configs(root: Path, manifest: dict, info: TableInfo,
     whose rows the part holds (a graph's config rows live in one part)."""
     _check_total(manifest, info, report)
     seen: dict[str, str] = {}  # key value -> the part that holds it
+    columns = [*dataset_rows.CONFIG_COLUMNS, info.key,
+               *table_checks.foreign_key_columns(STREAMED)]
     for part in info.parts:
         if report.full:
             return
-        df = _read_part(root, manifest, part, STREAMED, report)
+        df = _read_part(root, manifest, part, STREAMED, report, columns)
         if df is None:
             continue
         table_checks.check_foreign_keys(STREAMED, df, part.file, tables, report)
@@ -178,7 +181,10 @@ def _stream_configs(root: Path, manifest: dict, info: TableInfo,
                                 key=info.key)
                 seen.setdefault(value, part.file)
         refs = dataset_rows.check_configs(df, part.file, report)
+        del df
         checker.check(list(refs.by_graph), refs)
+        del refs
+        table_checks.release_unused_memory()
 
 
 class _GraphFiles:

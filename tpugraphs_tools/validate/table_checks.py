@@ -8,6 +8,7 @@ another engineer adds (e.g. partitions) is validated without code here.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,22 +43,57 @@ def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:
     return pa.types.is_large_string(actual) and pa.types.is_string(expected)
 
 
+class _Unreadable(Exception):
+    """A part (or one of its columns) cannot be read; the message is the reader's."""
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except Exception as exc:
+        raise _Unreadable(str(exc)) from None
+
+
+def _read(pf: pq.ParquetFile, columns: list[str]) -> pa.Table:
+    try:
+        return pf.read(columns=columns, use_threads=False)
+    except Exception as exc:
+        raise _Unreadable(str(exc)) from None
+
+
 def read_table(path: Path, rel: str, name: str, report: Report,
-               expected_rows: int | None = None) -> pl.DataFrame | None:
-    """Read + schema-check one table; None if unreadable (already reported)."""
+               expected_rows: int | None = None, columns: Sequence[str] | None = None
+               ) -> pl.DataFrame | None:
+    """Schema-check one table part, then return its ``columns`` (None: all; names the part
+    lacks are left out); None if unreadable (already reported).
+
+    The part is checked one column at a time, and only the asked-for columns are held
+    together afterwards: a configs part's free-text JSON columns (``config``, ``realized``)
+    are never in memory at once, so validate's footprint is one column, not one table.
+    """
+    checked = Report(root="")  # reported only if the whole part reads
     try:
         # ParquetFile.read without threads: parts are bounded, and pq.read_table's dataset
         # machinery and thread pool cost ~40 MB of RSS on first use.
-        with pq.ParquetFile(path) as pf:
-            table = pf.read(use_threads=False)
-    except Exception as exc:  # truncated footer, corrupt page, not parquet: all unreadable
+        with _open(path) as pf:
+            names = pf.schema_arrow.names
+            num_rows = pf.metadata.num_rows
+
+            def column(field: str) -> pa.ChunkedArray:
+                return _read(pf, [field]).column(0)
+
+            check_schema(names, column, name, rel, checked)
+            table = _read(pf, names if columns is None else
+                          [c for c in names if c in set(columns)])
+    except _Unreadable as exc:  # truncated footer, corrupt page, not parquet
         report.emit("structure.unreadable", f"unreadable parquet: {exc}", rel)
         return None
     report.files_checked += 1
-    if expected_rows is not None and table.num_rows != expected_rows:
+    if expected_rows is not None and num_rows != expected_rows:
         report.emit("dataset.row_count_mismatch",
-                    f"{table.num_rows} rows, manifest says {expected_rows}", rel)
-    check_schema(table, name, rel, report)
+                    f"{num_rows} rows, manifest says {expected_rows}", rel)
+    for finding in checked.findings:
+        report.add(finding)
     try:
         return pl.from_arrow(table)  # type: ignore[return-value]
     except Exception as exc:
@@ -65,29 +101,34 @@ def read_table(path: Path, rel: str, name: str, report: Report,
         return None
 
 
-def check_schema(table: pa.Table, name: str, rel: str, report: Report) -> None:
-    """Column presence/types, nulls, enums, patterns, minimums and the unique key."""
+def check_schema(names: Sequence[str], column: Callable[[str], pa.ChunkedArray], name: str,
+                 rel: str, report: Report) -> None:
+    """Column presence/types, nulls, enums, patterns, minimums and the unique key of a table
+    with columns ``names``; ``column(name)`` reads one (each is read once, then dropped)."""
     schema = load_schema(name)
     expected = arrow_schema(name)
     for field in expected:
         prop: dict[str, Any] = schema["properties"][field.name]
-        if field.name not in table.column_names:
+        if field.name not in names:
             if not field.nullable:
                 report.emit("dataset.schema_column_missing", "required column missing", rel,
                             key=field.name)
             continue
-        column = table.column(field.name)
-        if not _same_type(column.type, field.type):
-            report.emit("dataset.schema_type", f"type {column.type}, expected {field.type}",
+        values = column(field.name)
+        if not _same_type(values.type, field.type):
+            report.emit("dataset.schema_type", f"type {values.type}, expected {field.type}",
                         rel, key=field.name)
             continue
-        _check_values(column, field, prop, rel, report)
-    for extra in sorted(set(table.column_names) - set(expected.names)):
+        _check_values(values, field, prop, rel, report)
+        del values
+    for extra in sorted(set(names) - set(expected.names)):
         report.emit("dataset.schema_column_unknown", f"column not in schemas/{name}.schema.json",
                     rel, key=extra)
     unique = schema.get("x-unique", [])
-    if unique and all(c in table.column_names for c in unique):
-        _check_unique(table, unique, rel, report)
+    if unique and all(c in names for c in unique):
+        keys = pl.from_arrow(pa.table({c: column(c) for c in unique}))
+        assert isinstance(keys, pl.DataFrame)
+        _report_duplicates(keys, unique, rel, report)
 
 
 def _check_values(column: pa.ChunkedArray, field: pa.Field, prop: dict[str, Any], rel: str,
@@ -111,7 +152,10 @@ def _check_values(column: pa.ChunkedArray, field: pa.Field, prop: dict[str, Any]
                         f"{_more(count)}", rel, key=key, index=i)
     pattern = prop.get("pattern")
     if pattern is not None and series.dtype == pl.String:
-        hit = _first(~series.str.contains(pattern))
+        # ids repeat (a graph_id on each of its config rows): match each value once
+        values = series.drop_nulls().unique()
+        bad = values.filter(~values.str.contains(pattern))
+        hit = _first(series.is_in(bad.implode())) if len(bad) else None
         if hit is not None:
             i, count = hit
             report.emit("dataset.schema_pattern", f"{series[i]!r} does not match "
@@ -123,12 +167,6 @@ def _check_values(column: pa.ChunkedArray, field: pa.Field, prop: dict[str, Any]
             i, count = hit
             report.emit("dataset.schema_minimum", f"{series[i]} < minimum {minimum}"
                         f"{_more(count)}", rel, key=key, index=i)
-
-
-def _check_unique(table: pa.Table, unique: list[str], rel: str, report: Report) -> None:
-    df = pl.from_arrow(table.select(unique))
-    assert isinstance(df, pl.DataFrame)
-    _report_duplicates(df, unique, rel, report)
 
 
 def check_unique(df: pl.DataFrame, name: str, rel: str, report: Report) -> None:
@@ -150,6 +188,21 @@ def _report_duplicates(df: pl.DataFrame, unique: list[str], rel: str, report: Re
     more = f" ({groups.height} keys repeat in all)" if groups.height > 1 else ""
     report.emit("dataset.schema_duplicate_id", f"{key_val} at rows {rows[:5]}{more}", rel,
                 key=",".join(unique), index=int(rows[1]))
+
+
+def release_unused_memory() -> None:
+    """Hand the memory Arrow's allocator keeps after a part back to the system.
+
+    mimalloc/jemalloc keep freed pages for reuse, per thread; part after part the kept
+    pages pile up (more on machines with many cores), so without this validate's peak RSS
+    grew with the number of parts, i.e. with the number of graphs.
+    """
+    pa.default_memory_pool().release_unused()
+
+
+def foreign_key_columns(name: str) -> list[str]:
+    """The columns of table ``name`` that ``x-foreign-keys`` points elsewhere."""
+    return list(load_schema(name).get("x-foreign-keys", {}))
 
 
 def check_foreign_keys(name: str, df: pl.DataFrame, rel: str,
