@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 import test_validate_dataset_faults as dataset_faults
 import test_validate_npz_faults as npz_faults
-from validate_helpers import TREE_LAYOUT, TREE_TILE, edit_npz
+from validate_helpers import TREE_LAYOUT, TREE_TILE, edit_npz, edit_table, set_cell
 
-from tpugraphs_tools.validate import CHECKS, validate_path
+from tpugraphs_tools.validate import CHECKS, table_checks, validate_path
 from tpugraphs_tools.validate import npz_reader as reader_mod
 from tpugraphs_tools.validate.npz_reader import NpzReader
+from tpugraphs_tools.validate.report import Report
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "validate.md"
 
@@ -156,3 +157,19 @@ def test_every_check_has_a_fault_case() -> None:
     exercised |= {c.check for c in dataset_faults.CASES}
     exercised |= {"dataset.collection_unknown", "dataset.not_a_dataset"}  # tested above
     assert set(CHECKS) - exercised == set()
+
+
+def test_configs_part_is_checked_whole_but_held_as_checked_columns(tgt_ds: Path) -> None:
+    """read_table checks every column of a part (a null in `strategy`, which no row rule
+    reads, is still found) but returns only the columns asked for: validate's memory is one
+    column plus those, not the whole table."""
+    rel = "tables/configs/part-00000.parquet"
+    edit_table(tgt_ds, "configs", lambda t: set_cell(t, "strategy", 1, None))
+    report = Report(root="")
+    df = table_checks.read_table(tgt_ds / rel, rel, "configs", report,
+                                 columns=["graph_id", "npz_row", "no_such_column"])
+    assert df is not None and df.columns == ["graph_id", "npz_row"]
+    assert [(f.check, f.key, f.index) for f in report.findings] == [
+        ("dataset.schema_null", "strategy", 1)]
+    whole = table_checks.read_table(tgt_ds / rel, rel, "configs", Report(root=""))
+    assert whole is not None and "strategy" in whole.columns and whole.height == df.height

@@ -12,6 +12,7 @@ deliberately not used: files are read directly.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -194,15 +195,23 @@ class _GraphFiles:
                  manifest: dict, report: Report, max_array_bytes: int, pool: Pool) -> None:
         self.root, self.manifest, self.report, self.locate = root, manifest, report, locate
         self.max_array_bytes, self.pool = max_array_bytes, pool
-        rows = graphs.to_dicts() if graphs is not None else []
-        self.rows = {str(r.get("graph_id")): (i, r) for i, r in enumerate(rows)}
-        self.order = [str(r.get("graph_id")) for r in rows]
+        # graph_id -> row position only; a row's dict is built when its graph is checked, so
+        # the graphs stay in the compact columnar frame instead of one dict per graph
+        self.graphs = graphs if graphs is not None else pl.DataFrame()
+        has_ids = "graph_id" in self.graphs.columns
+        ids = self.graphs.get_column("graph_id").to_list() if has_ids else [None] * len(self.graphs)
+        self.order = [str(g) for g in ids]
+        self.positions = {g: i for i, g in enumerate(self.order)}
         self.done: set[str] = set()
         self.referenced: set[str] = set()
 
+    def _row(self, graph_id: str) -> tuple[int, dict[str, Any]]:
+        position = self.positions[graph_id]
+        return position, self.graphs.row(position, named=True)
+
     def _job(self, graph_id: str) -> NpzJob:
         """The graph's HLO/npz presence findings, and its npz to check if it exists."""
-        position, row = self.rows[graph_id]
+        position, row = self._row(graph_id)
         graphs_rel, index = self.locate(position)
         root, listed = self.root, self.manifest["files"]
         pre = Report(root="")
@@ -224,15 +233,15 @@ class _GraphFiles:
                       False, self.max_array_bytes, tuple(pre.findings), graph_id)
 
     def check(self, graph_ids: list[str], refs: dataset_rows.ConfigRefs) -> None:
-        todo = sorted((g for g in graph_ids if g not in self.done and g in self.rows),
-                      key=lambda g: self.rows[g][0])  # graphs-table order: deterministic
+        todo = sorted((g for g in graph_ids if g not in self.done and g in self.positions),
+                      key=lambda g: self.positions[g])  # graphs-table order: deterministic
         self.done.update(todo)
         for result in self.pool.map(run_npz_job, (self._job(g) for g in todo)):
             if self.report.full:
                 return
             merge(result, self.report)
             graph_id = result.job.tag
-            position, row = self.rows[graph_id]
+            position, row = self._row(graph_id)
             graphs_rel, index = self.locate(position)
             if result.summary is not None and row.get("graph_id") is not None:
                 dataset_rows.check_graph_against_npz(row, index, result.summary, refs,
