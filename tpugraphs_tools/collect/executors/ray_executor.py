@@ -6,6 +6,12 @@ pipelined engine as a local run (default config first, so every chunk is timed a
 default on its own node). Rows come back to the driver, which journals them as they arrive and
 commits each finished graph atomically — the same resume guarantees as the local executor.
 
+A chunk whose task is lost with its worker or node (a node killed or gone, a worker crashed or
+killed for memory) is resubmitted by the driver, up to ``max_attempts`` times: Ray itself does
+not retry (``max_retries=0``), so every loss is seen and reported. Only a task that returns
+delivers rows, and the driver commits a graph once all its chunks returned: a lost chunk's
+configs are measured once more elsewhere and stored once, never twice.
+
 Runtimes are only comparable between identical nodes: use one node type per dataset.
 """
 
@@ -32,10 +38,25 @@ from tpugraphs_tools.collect.run import (
     start_graph,
 )
 from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
+from tpugraphs_tools.errors import CollectError
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import MeasureOptions, WorkerError
 from tpugraphs_tools.store import Dataset
+
+
+@dataclass
+class _Chunk:
+    """One task's work: configs ``indices`` of a graph, and how many times it was submitted."""
+
+    graph_id: str
+    text: str
+    options: MeasureOptions
+    indices: list[int]
+    attempt: int = 1
+
+    def describe(self) -> str:
+        return f"{self.graph_id}: configs {_ranges(self.indices)}"
 
 
 @dataclass
@@ -77,8 +98,11 @@ def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[d
 
 
 def collect_with_ray(request: CollectRequest, address: str | None = None,
-                     chunk_size: int = 16, num_cpus: float = 2,
+                     chunk_size: int = 16, num_cpus: float = 2, max_attempts: int = 3,
                      progress: Callable[[str], None] = lambda _m: None) -> CollectSummary:
+    """Collect ``request`` on the Ray cluster at ``address`` (or the one already joined);
+    each chunk of ``chunk_size`` configs is one task asking for ``num_cpus`` CPUs, submitted
+    at most ``max_attempts`` times when its worker or node is lost."""
     try:
         import ray
     except ImportError:
@@ -87,17 +111,46 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(num_cpus=num_cpus, max_retries=1)(measure_chunk)
+    remote = ray.remote(num_cpus=num_cpus, max_retries=0)(measure_chunk)
     with no_empty_out(request.out):
-        return _collect(ray, remote, request, chunk_size, progress, started_here)
+        return _collect(ray, remote, request, chunk_size, max_attempts, progress, started_here)
+
+
+def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
+    """Ray's errors for a task lost with its worker or node (not raised by the task's code)."""
+    errors = ray.exceptions
+    return (errors.WorkerCrashedError, errors.NodeDiedError, errors.ObjectLostError,
+            errors.OutOfMemoryError)
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _ranges(indices: list[int]) -> str:
+    """``[0, 1, 2, 5]`` → ``"0-2, 5"``: a chunk's configs in a progress line."""
+    parts: list[str] = []
+    for i in sorted(indices):
+        if parts and i == int(parts[-1].rsplit("-", 1)[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{i}"
+        else:
+            parts.append(str(i))
+    return ", ".join(parts)
 
 
 def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
-             progress: Callable[[str], None], started_here: bool) -> CollectSummary:
+             max_attempts: int, progress: Callable[[str], None],
+             started_here: bool) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     summary = CollectSummary(dataset=str(request.out))
+    lost = _lost_errors(ray)
+    pending: dict[Any, _Chunk] = {}  # Ray object ref -> the chunk its task measures
+
+    def submit(chunk: _Chunk) -> None:
+        pending[remote.remote(chunk.text, chunk.options, chunk.indices)] = chunk
+
     try:
-        pending: dict[Any, str] = {}
         graphs: dict[str, _Graph] = {}
         for item in request.items:
             collected = build_graph(item, request.backend)
@@ -111,18 +164,31 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
             missing = [i for i in range(len(configs)) if i not in done]
             graph = graphs[collected.graph_id] = _Graph(collected, journal, done, configs, space)
             for start in range(0, len(missing), chunk_size):
-                chunk = missing[start:start + chunk_size]
-                ref = remote.remote(collected.source.text, layout, chunk)
-                pending[ref] = collected.graph_id
+                submit(_Chunk(collected.graph_id, collected.source.text, layout,
+                              missing[start:start + chunk_size]))
                 graph.open += 1
             progress(f"{collected.graph_id}: {len(missing)} configs in {graph.open} Ray tasks")
             if not missing:
                 _commit(dataset, graphs.pop(collected.graph_id), summary)
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
-            graph_id = pending.pop(ready[0])
+            chunk = pending.pop(ready[0])
+            try:
+                rows = ray.get(ready[0])
+            except lost as exc:
+                if chunk.attempt >= max_attempts:
+                    raise CollectError(
+                        f"{chunk.describe()}: lost {chunk.attempt} times, giving up (the "
+                        f"measured graphs are committed; rerun to continue): "
+                        f"{_one_line(exc)}") from None
+                chunk.attempt += 1
+                progress(f"{chunk.describe()}: task lost ({_one_line(exc)}); resubmitted, "
+                         f"attempt {chunk.attempt} of {max_attempts}")
+                submit(chunk)
+                continue
+            graph_id = chunk.graph_id
             state = graphs[graph_id]
-            for row in ray.get(ready[0]):
+            for row in rows:
                 if row["status"] in EXTRA_STATUSES:
                     row["config_index"] = next_control_index(state.rows, len(state.configs))
                 state.rows[row["config_index"]] = row
