@@ -137,8 +137,8 @@ def layout_pb(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[int]
 
 @pytest.fixture(scope="module")
 def tile_pb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A TuningData: one kernel with 3 timed runs and an error run, one without a default,
-    one without runs."""
+    """A TuningData: one kernel with 2 timed runs and 2 untimed ones, one without a default,
+    one without runs, one whose run has no tile_size_config."""
     import jax.numpy as jnp
 
     proto_a, _ = _lowered(lambda a, b: jnp.tanh(a * b), (8, 4), (8, 4))
@@ -151,8 +151,12 @@ def tile_pb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     no_default = P["ModuleTuningData"](module=proto_b, fingerprint=12)
     no_default.runs.extend([_tile_run(300, [], [4]), _tile_run(200, [], [2])])
     empty = P["ModuleTuningData"](module=proto_b, fingerprint=13)
+    bare = P["ModuleTuningData"](module=proto_b, fingerprint=14)
+    bare.runs.extend([_run(300, default=True), _tile_run(200, [], [2])])
+    bare.runs[0].op_config.SetInParent()  # an op_config without its tile_size_config
     path = tmp_path_factory.mktemp("tuning") / "tiles.pb"
-    path.write_bytes(P["TuningData"](modules=[good, no_default, empty]).SerializeToString())
+    path.write_bytes(P["TuningData"](modules=[good, no_default, empty, bare])
+                     .SerializeToString())
     return path
 
 
@@ -174,7 +178,7 @@ def test_decoder_tells_the_two_messages_apart(layout_pb: tuple[Path, list[int]],
     assert [r.profile.compute_time_ns for r in module.runs] == [1000, 0, 800]
     assert [r.error for r in module.runs] == [False, True, False]
     tiles = decode_tuning_file(tile_pb)
-    assert tiles.message == "TuningData" and len(tiles.modules) == 3
+    assert tiles.message == "TuningData" and len(tiles.modules) == 4
     bounds = tiles.modules[0].runs[1].op_config.tile_size_config
     assert list(bounds.kernel_bounds) == [3, 1, 24, 3, 2, 2, 5]
 
@@ -213,6 +217,7 @@ def test_tile_file_imports(tile_pb: Path, tmp_path: Path) -> None:
     assert (result.graphs, result.configs, result.timed, result.failed) == (1, 4, 2, 2)
     assert any("modules[1]" in w and "is_default" in w for w in result.warnings)
     assert any("modules[2]" in w and "no runs" in w for w in result.warnings)
+    assert any("modules[3]" in w and "no tile_size_config" in w for w in result.warnings)
     ds = Dataset.open(tmp_path / "ds")
     row = ds.graphs().row(0, named=True)
     assert (row["collection"], row["hlo_stage"], row["num_configurable"]) == (
@@ -277,7 +282,13 @@ def test_config_nodes_that_disagree_are_refused(layout_pb: tuple[Path, list[int]
     with pytest.raises(TuningDataError, match=r"config_index_to_node .* differs"):
         import_tuning_data([bad], tmp_path / "out")
     assert not (tmp_path / "out").exists()
-    assert [p.name for p in tmp_path.iterdir()] == ["shifted.pb"]
+    msg.ParseFromString(layout_pb[0].read_bytes())
+    msg.runs.append(_layout_run(None, [[]] * (len(layout_pb[1]) + 1), error=True))
+    bad = tmp_path / "extra_node.pb"
+    bad.write_bytes(msg.SerializeToString())
+    with pytest.raises(TuningDataError, match=r"runs\[3\]: layout_config has \d+ nodes"):
+        import_tuning_data([bad], tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["extra_node.pb", "shifted.pb"]
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"official tuning test files not present "

@@ -22,6 +22,7 @@ import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,12 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
         missing = "runs" if msg.module else "module (xla.HloModuleProto)"
         return f"{module.where}: no {missing}; not imported"
     kind = kind_of(module)
+    if kind is TILE:
+        bare = [i for i, run in enumerate(msg.runs)
+                if not run.op_config.HasField("tile_size_config")]
+        if bare:
+            return (f"{module.where}: runs {_short(bare)} have no tile_size_config; not "
+                    "imported (the official encoder skips such a kernel)")
     src, graph = read_module(module, scratch)
     warnings: list[str] = []
     matched = None
@@ -241,8 +248,9 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
     arrays = graph.arrays()
     if kind is LAYOUT:
         nc = len(names)
-        feats = [layout_features(msg.runs[i], nc, f"{module.where} runs[{i}]") for i in timed]
-        arrays["node_config_feat"] = (np.stack(feats) if feats else
+        feats = [layout_features(run, nc, f"{module.where} runs[{i}]")  # checks every run
+                 for i, run in enumerate(msg.runs)]
+        arrays["node_config_feat"] = (np.stack([feats[i] for i in timed]) if timed else
                                       np.zeros((0, nc, LAYOUT_CONFIG_WIDTH), np.float32))
     else:
         arrays.pop("node_config_ids")
@@ -302,6 +310,16 @@ def decode_modules(path: Path) -> Iterator[Module]:
         yield Module(tuning, i, message, digest)
 
 
+@contextmanager
+def _threads(jobs: int) -> Iterator[ThreadPoolExecutor]:
+    """A thread pool whose queued modules are dropped on an error (not featurized first)."""
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def expand_files(files: Iterable[str | Path]) -> list[Path]:
     """The files to read: each file as given, each folder's ``*.pb`` (recursively, sorted),
     so a raw dump of thousands of files needs no shell glob."""
@@ -350,8 +368,7 @@ def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend:
         total += count
     seen: dict[str, str] = {}
     done = 0
-    with staged_dir(out, overwrite) as stage, \
-            ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with staged_dir(out, overwrite) as stage, _threads(jobs) as pool:
         dataset = Dataset.open(stage, create=True)
         scratch = stage / ".tgt-import"
         scratch.mkdir()
