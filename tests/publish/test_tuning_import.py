@@ -240,6 +240,9 @@ def _damaged(layout: bytes, tiles: bytes) -> dict[str, tuple[bytes, str]]:
         "layout_truncated": (layout[: len(layout) // 2], "truncated"),
         "tiles_truncated": (tiles[:-7], "truncated"),
         "bad_run": (bad_run, "runs[3] (tpu_graphs.ConfigProfile) does not parse"),
+        # a TuningData whose second entry is a length-delimited blob of noise
+        "bad_module": (tiles + b"\x0a\x04\xff\xff\xff\xff",
+                       "TuningData.modules[4] (tpu_graphs.ModuleTuningData) is damaged"),
         "garbage": (bytes(np.random.default_rng(0).integers(0, 256, 4000, dtype=np.uint8)),
                     "tpu_graphs.ModuleTuningData or tpu_graphs.TuningData"),
         "text": (b"runs { error: true }\n", "not a tpu_graphs.ModuleTuningData"),
@@ -271,7 +274,7 @@ def test_damaged_files_are_refused_and_nothing_is_written(
     assert not out.exists()
 
 
-def test_config_nodes_that_disagree_are_refused(layout_pb: tuple[Path, list[int]],
+def test_modules_that_do_not_fit_are_refused(layout_pb: tuple[Path, list[int]],
                                                 tmp_path: Path) -> None:
     msg = P["ModuleTuningData"]()
     msg.ParseFromString(layout_pb[0].read_bytes())
@@ -288,7 +291,14 @@ def test_config_nodes_that_disagree_are_refused(layout_pb: tuple[Path, list[int]
     bad.write_bytes(msg.SerializeToString())
     with pytest.raises(TuningDataError, match=r"runs\[3\]: layout_config has \d+ nodes"):
         import_tuning_data([bad], tmp_path / "out")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["extra_node.pb", "shifted.pb"]
+    msg.ParseFromString(layout_pb[0].read_bytes())
+    msg.module = b"\x0a\x03abc\x1a\x02\xff\xff"  # a name, then a computation of noise
+    bad = tmp_path / "bad_module.pb"
+    bad.write_bytes(msg.SerializeToString())
+    with pytest.raises(TuningDataError, match=r"module \(xla.HloModuleProto\) cannot be read"):
+        import_tuning_data([bad], tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad_module.pb", "extra_node.pb",
+                                                          "shifted.pb"]
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"official tuning test files not present "

@@ -171,12 +171,13 @@ def _parse(cls: Any, data: bytes, path: Path, what: str) -> Any:
 
 def _module_tuning(data: bytes, path: Path, where: str) -> Any:
     """One ModuleTuningData; a run that does not parse is named by its index."""
-    scan = list(top_fields(data))
-    cls = MESSAGES["ModuleTuningData"]
     try:
-        return _parse(cls, data, path, f"{where}")
+        return _parse(MESSAGES["ModuleTuningData"], data, path, where)
     except TuningDataError:
-        runs = [f for f in scan if f.number == 3]
+        try:
+            runs = [f for f in top_fields(data) if f.number == 3]
+        except ValueError as exc:
+            raise TuningDataError(f"{path}: {where} is damaged: {exc.args[0]}") from None
         for i, f in enumerate(runs):
             _parse(MESSAGES["ConfigProfile"], data[f.start:f.end], path,
                    f"{where}.runs[{i}] ({OFFICIAL}.ConfigProfile)")
