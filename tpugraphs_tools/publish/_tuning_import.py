@@ -170,9 +170,11 @@ def read_module(module: Module, scratch: Path) -> tuple[HloSource, Graph]:
         path.write_bytes(module.message.module)
         try:
             src = from_file(path)
-        except HloError as exc:
+        except HloError as exc:  # name the module, not the temp file it went through
+            line = getattr(exc, "line", None)
+            why = getattr(exc, "message", str(exc)) + (f" (line {line})" if line else "")
             raise TuningDataError(f"{module.where}: module (xla.HloModuleProto) cannot be "
-                                  f"read: {exc}") from None
+                                  f"read: {why}") from None
     return src, featurize(src.module)
 
 
