@@ -27,7 +27,8 @@ SMALL = ["--epochs", "2", "--hidden", "16", "--layers", "1", "--configs-per-grap
 @pytest.fixture(scope="module")
 def layout_ds(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("layout") / "ds"
-    write_synthetic_dataset(root, programs=4, graphs_per_program=2, nodes=(30, 50), configs=6)
+    write_synthetic_dataset(root, programs=4, graphs_per_program=2, nodes=(30, 50), configs=6,
+                            label_ci=0.01)
     return root
 
 
@@ -44,7 +45,19 @@ def test_cli_full_graph_report(layout_ds: Path, tmp_path: Path) -> None:
     section = report["collections"]["layout"]["evaluations"]["by-program"]
     assert section["split_method"] == "by-program(seed=0, 0.8/0.1/0.1)"
     assert set(section["results"]) == {"valid", "test"}
-    assert set(section["results"]["test"]) == {"model", "random", "fewer-copies"}
+    test = section["results"]["test"]
+    assert set(test) == {"model", "noise-ceiling", "random", "fewer-copies", "non-default-slots",
+                         "gbdt"}
+    assert 0 < test["noise-ceiling"]["kendall_tau"] <= 1
+    assert test["model"]["kendall_tau_of_ceiling"] == pytest.approx(
+        np.mean([r["model"]["kendall_tau"] for r in section["per_graph"] if r["split"] == "test"])
+        / test["noise-ceiling"]["kendall_tau"])
+    assert "optimized HLO" in section["methods"]["fewer-copies"]
+    headroom = report["collections"]["layout"]["headroom"]
+    assert len(headroom) == 8 and all(h["configs"] == 5 for h in headroom.values())
+    assert all(h["fastest_low"] < h["fastest"] < h["fastest_high"] for h in headroom.values())
+    markdown = (tmp_path / "r.md").read_text()
+    assert "*noise-ceiling*" in markdown and "headroom over the default" in markdown
     assert len(section["train"]["loss"]) == 2
     splits_of = {}
     for row in section["per_graph"]:
@@ -130,8 +143,11 @@ def test_tile_collection_from_npz_tree(tmp_path: Path) -> None:
     section = report.collections["tile/xla"]
     assert section.kind == "tile" and section.split_method == "dataset"
     test = section.evaluations["by-program"].results["test"]
-    assert set(test) == {"model", "random"}
-    assert 0.0 <= test["model"]["kaggle_tile_score"] <= 1.0
+    assert set(test) == {"model", "random", "gbdt"}    # a tree marks no default tile
+    assert all(-1.0 <= m["kaggle_tile_score"] <= 1.0 for m in test.values())
+    assert any("ceiling unknown" in n for n in section.all_notes())
+    # tile runtimes are ratios to the default (the stems k0..k3 repeat across splits)
+    assert set(section.headroom) == {f"tile/xla/k{i}" for i in range(4)}
     with pytest.raises(DatasetError):
         run_baseline(tmp_path / "npz", BaselineOptions(collection="layout"))
 

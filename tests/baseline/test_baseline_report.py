@@ -58,3 +58,26 @@ def test_markdown_lists_every_note_and_the_skipped_collection() -> None:
     assert "held-out configs within each graph: 1 graph(s), 4 train / 2 held-out" in text
     assert "- layout: collection note" in text and text.count("- layout: a note") == 2
     assert "- tile: not scored: nothing to score" in text
+
+
+def test_markdown_shows_the_ceiling_or_says_it_is_unknown_and_the_headroom() -> None:
+    report = _report()
+    ev = report.collections["layout"].evaluations["by-program"]
+    ev.methods = {"model": "the GNN", "fewer-copies": "reads the optimized HLO"}
+    text = report_markdown(report)
+    assert "| test | *noise-ceiling* | – | no CI: ceiling unknown |" in text
+    assert "- fewer-copies: reads the optimized HLO" in text
+    ev.results["test"]["noise-ceiling"] = {"graphs": 1.0, "kendall_tau": 0.8}
+    ev.results["test"]["model"]["kendall_tau_of_ceiling"] = 0.625
+    text = report_markdown(report)
+    assert "| test | *noise-ceiling* | 1 | 0.800 |" in text and "| 0.625 |" in text
+    report.collections["layout"].headroom = {"g1": {
+        "program": "p", "configs": 5, "fastest": 0.9, "fastest_low": 0.85,
+        "fastest_high": 0.95, "faster_share": 0.4, "surely_faster_share": 0.2, "p5": 0.91,
+        "median": 1.1, "p95": 1.4}}
+    text = report_markdown(report)
+    assert "a config beats the default in 1/1 graphs" in text
+    assert "| g1 | p | 5 | 0.900 [0.850, 0.950] | 40% | 20% | 0.910 – 1.100 – 1.400 |" in text
+    doc = json.loads(report_bytes(report)[0])
+    assert doc["collections"]["layout"]["headroom"]["g1"]["fastest"] == 0.9
+    assert doc["collections"]["layout"]["evaluations"]["by-program"]["methods"] == ev.methods

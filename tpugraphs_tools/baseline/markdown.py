@@ -12,9 +12,13 @@ from typing import Any
 
 from tpugraphs_tools.baseline.report import BaselineReport, Evaluation
 
-COLUMNS = (("Kendall τ", "kendall_tau"), ("OPA", "opa"), ("slowdown@1", "slowdown@1"),
-           ("slowdown@5", "slowdown@5"), ("top-5 err", "top5_error"),
-           ("Kaggle tile", "kaggle_tile_score"))
+COLUMNS = (("Kendall τ", "kendall_tau"), ("τ sure pairs", "kendall_tau_sure"),
+           ("τ ÷ ceiling", "kendall_tau_of_ceiling"),
+           ("τ sure ÷ ceiling", "kendall_tau_sure_of_ceiling"), ("OPA", "opa"),
+           ("slowdown@1", "slowdown@1"), ("slowdown@5", "slowdown@5"),
+           ("top-5 err", "top5_error"), ("Kaggle tile", "kaggle_tile_score"))
+CEILING = "noise-ceiling"
+NO_CI = "no CI: ceiling unknown"
 
 
 def _fmt(value: Any) -> str:
@@ -45,8 +49,45 @@ def results_markdown(report: BaselineReport) -> str:
         for split, methods in ev.results.items():
             for method, values in methods.items():
                 cells = " | ".join(_fmt(values.get(k)) for _, k in COLUMNS)
-                label = f"**{method}**" if method == "model" else method
+                label = {"model": f"**{method}**", CEILING: f"*{method}*"}.get(method, method)
                 out.append(f"| {split} | {label} | {int(values.get('graphs', 0))} | {cells} |")
+                if method == "model" and CEILING not in methods:
+                    out.append(f"| {split} | *{CEILING}* | – | {NO_CI} |"
+                               + " |" * (len(COLUMNS) - 1))
+        out.append("")
+    legend = {m: text for _, ev in report.evaluations() for m, text in ev.methods.items()}
+    if legend:
+        out.append("Methods:\n")
+        out.extend(f"- {method}: {text}" for method, text in legend.items())
+        out.append("")
+    return "\n".join(out)
+
+
+def _room(value: Any, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def headroom_markdown(report: BaselineReport) -> str:
+    """Per collection and graph: fastest ÷ default [CI], share faster, spread of the labels."""
+    out = []
+    for name, section in report.collections.items():
+        if not section.headroom:
+            continue
+        rooms = section.headroom.values()
+        faster = sum(r["fastest"] < 1.0 for r in rooms)
+        out += [f"**{name}: headroom over the default** (a config beats the default in "
+                f"{faster}/{len(section.headroom)} graphs)\n",
+                "| graph | program | configs | fastest ÷ default [95% CI] | faster than default "
+                "| CI below 1 | p5 – median – p95 |", "|---|---|---:|---:|---:|---:|---:|"]
+        for gid, r in section.headroom.items():
+            ci = (f" [{r['fastest_low']:.3f}, {r['fastest_high']:.3f}]"
+                  if r.get("fastest_low") is not None and r.get("fastest_high") is not None
+                  else "")
+            surely = r.get("surely_faster_share")
+            out.append(f"| {gid} | {r['program']} | {r['configs']} | {r['fastest']:.3f}{ci} | "
+                       f"{100 * r['faster_share']:.0f}% | "
+                       f"{'–' if surely is None else f'{100 * surely:.0f}%'} | "
+                       f"{_room(r['p5'])} – {_room(r['median'])} – {_room(r['p95'])} |")
         out.append("")
     return "\n".join(out)
 
@@ -64,7 +105,7 @@ def report_markdown(report: BaselineReport) -> str:
              f"(graphs with ≥ {split.within_graph_min_configs} configs)",
              f"- model {options['model']}, {options['train']['epochs']} "
              f"epochs, loss {options['train']['loss']}", "",
-             results_markdown(report)]
+             results_markdown(report), headroom_markdown(report)]
     for name, reason in report.skipped.items():
         lines.append(f"- {name}: not scored: {reason}")
     for name, section in report.collections.items():

@@ -23,7 +23,8 @@ REPORT_MD = f"{REPORT_DIR}/report.md"
 _PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "scipy")
 
 
-# Metrics per ranking method ("model", "random", "fewer-copies") of one graph or one split.
+# Metrics per ranking method ("model", "random", ...; rankers.py) of one graph or one split;
+# "noise-ceiling" holds the ceiling's τ, and each method ``<tau>_of_ceiling`` its share of it.
 Metrics = dict[str, float]
 
 
@@ -73,13 +74,14 @@ class Evaluation:
     configs: dict[str, int] | None = None
     share: float | None = None
     min_configs: int | None = None
+    methods: dict[str, str] = field(default_factory=dict)   # method → what it reads
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "holdout": self.holdout, "split_method": self.split_method, "graphs": self.graphs,
             "programs": self.programs, "train": asdict(self.train), "kind": self.kind,
             "results": self.results, "per_graph": [g.to_json() for g in self.per_graph],
-            "notes": self.notes}
+            "notes": self.notes, "methods": self.methods}
         extra = {"configs": self.configs, "share": self.share, "min_configs": self.min_configs}
         return {**out, **{k: v for k, v in extra.items() if v is not None}}
 
@@ -94,6 +96,8 @@ class CollectionReport:
     split_method: str
     evaluations: dict[str, Evaluation]   # "by-program" and/or "within-graph"
     notes: list[str]
+    # graph_id → headroom over the default (baseline/headroom.py), graphs with labels only
+    headroom: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def all_notes(self) -> list[str]:
         """The collection's notes, then each evaluation's."""
@@ -102,7 +106,8 @@ class CollectionReport:
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "graphs": self.graphs, "programs": self.programs,
                 "split_method": self.split_method, "notes": self.notes,
-                "evaluations": {k: e.to_json() for k, e in self.evaluations.items()}}
+                "evaluations": {k: e.to_json() for k, e in self.evaluations.items()},
+                "headroom": self.headroom}
 
 
 @dataclass

@@ -15,13 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tpugraphs_tools import __version__
+from tpugraphs_tools.baseline.ceiling import per_graph_shares, pooled_shares
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource, open_source
+from tpugraphs_tools.baseline.defaults import default_rows
+from tpugraphs_tools.baseline.headroom import collection_headroom
 from tpugraphs_tools.baseline.holdout import DEFAULT_SHARE, MIN_CONFIGS, holdout_views
 from tpugraphs_tools.baseline.loading import Loader
 from tpugraphs_tools.baseline.metrics import graph_metrics, mean_metrics
 from tpugraphs_tools.baseline.model import ModelConfig
 from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions, RawGraph
+from tpugraphs_tools.baseline.rankers import ORDER, Rankers, described
 from tpugraphs_tools.baseline.report import (
     BaselineReport,
     CollectionReport,
@@ -34,7 +40,7 @@ from tpugraphs_tools.baseline.report import (
 )
 from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
-from tpugraphs_tools.baseline.trivial import label_ci, trivial_metrics
+from tpugraphs_tools.baseline.trivial import label_ci
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.errors import NothingToScore as NothingToScore
 from tpugraphs_tools.format import DEFAULT_RATIOS, collection_of
@@ -65,15 +71,17 @@ class BaselineOptions:
 
 
 
-def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
+def evaluate(trainer: Trainer, graphs: list[PreparedGraph], rankers: Rankers
              ) -> tuple[dict[str, dict[str, Metrics]], list[GraphScore]]:
-    """Per split: method → mean metrics; plus per-graph scores."""
+    """Per split: method → mean metrics (with τ as a share of the noise ceiling); plus
+    per-graph scores."""
     per_graph: list[GraphScore] = []
     for g in graphs:
         if g.info.split not in EVAL_SPLITS:
             continue
         methods = {"model": graph_metrics(g.runtime.read(), trainer.predict(g), label_ci(g)),
-                   **trivial_metrics(g, seed)}
+                   **rankers.score(g)}
+        per_graph_shares(methods)
         per_graph.append(GraphScore(g.info.graph_id, g.info.split, g.info.program,
                                     g.num_configs, g.num_nodes, methods))
     summary: dict[str, dict[str, Metrics]] = {}
@@ -81,9 +89,9 @@ def evaluate(trainer: Trainer, graphs: list[PreparedGraph], seed: int
         rows = [r.methods for r in per_graph if r.split == split]
         if not rows:
             continue
-        methods_ = ["model", "random", "fewer-copies"]
-        summary[split] = {m: mean_metrics(r[m] for r in rows if m in r) for m in methods_
+        summary[split] = {m: mean_metrics(r[m] for r in rows if m in r) for m in ORDER
                           if any(m in r for r in rows)}
+        pooled_shares(rows, summary[split])
     return summary, per_graph
 
 
@@ -102,8 +110,10 @@ def copies_note(kind: str, per_graph: list[GraphScore]) -> list[str]:
 
 
 def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
-                    opts: BaselineOptions, progress: Progress | None, label: str
-                    ) -> tuple[TrainStats, dict[str, dict[str, Metrics]], list[GraphScore]]:
+                    opts: BaselineOptions, progress: Progress | None, label: str,
+                    defaults: dict[str, np.ndarray]
+                    ) -> tuple[TrainStats, dict[str, dict[str, Metrics]], list[GraphScore],
+                               list[str]]:
     """Fit one model on ``train`` and score ``scored`` (valid/test graphs or views)."""
     kind = train[0].info.kind
     model_cfg = ModelConfig(kind=kind, model=opts.model, hidden=opts.hidden, layers=opts.layers,
@@ -114,18 +124,19 @@ def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
         f"{label}: epoch {e + 1}/{opts.train.epochs} loss {loss:.4f}")) if progress else None)
     train_seconds = time.perf_counter() - start
     if progress:
-        progress(f"{label}: scoring held-out configs")
-    summary, per_graph = evaluate(trainer, scored, opts.train.seed)
+        progress(f"{label}: fitting the baseline rankers, scoring held-out configs")
+    rankers = Rankers.fit(train, defaults, opts.train.seed)
+    summary, per_graph = evaluate(trainer, scored, rankers)
     stats = TrainStats(seconds=train_seconds, loss=history.loss,
                        epoch_seconds=history.epoch_seconds,
                        finetune_loss=history.finetune_loss, compiles=history.compiles,
                        segments=int(sum(g.num_segments for g in train)),
                        embedding_table_bytes=trainer.table.nbytes)
-    return stats, summary, per_graph
+    return stats, summary, per_graph, rankers.coverage_notes(scored)
 
 
 def by_program(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
-               progress: Progress | None, split_method: str
+               progress: Progress | None, split_method: str, defaults: dict[str, np.ndarray]
                ) -> tuple[Evaluation | None, str | None]:
     """Train on the train programs, score the valid/test programs; or why it cannot run."""
     train = [r for r in raws if r.info.split == "train"]
@@ -138,24 +149,25 @@ def by_program(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
         return None, (f"by-program split skipped: no {missing} program among {count} "
                       f"program(s) with configs (3 or more programs give each split one)")
     graphs = loader.prepare(train + held, train)
-    stats, results, per_graph = train_and_score(graphs[:len(train)], graphs[len(train):], opts,
-                                                progress, "by-program")
+    stats, results, per_graph, notes = train_and_score(
+        graphs[:len(train)], graphs[len(train):], opts, progress, "by-program", defaults)
     counts = {s: sum(r.info.split == s for r in raws) for s in ("train", "valid", "test")}
     kind = train[0].info.kind
     return Evaluation("programs", split_method, counts, programs, stats, kind, results,
-                      per_graph, copies_note(kind, per_graph)), None
+                      per_graph, copies_note(kind, per_graph) + notes,
+                      methods=methods_of(per_graph)), None
 
 
 def within_graph(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
-                 progress: Progress | None
+                 progress: Progress | None, defaults: dict[str, np.ndarray]
                  ) -> tuple[Evaluation | None, list[str]]:
     """Train on a seeded share of every graph's configs, rank the rest of each graph."""
     train, test, notes = holdout_views(raws, opts.train.seed, opts.holdout_share)
     if not train:
         return None, notes
     graphs = loader.prepare(train + test, train)
-    stats, results, per_graph = train_and_score(graphs[:len(train)], graphs[len(train):], opts,
-                                                progress, "within-graph")
+    stats, results, per_graph, ranker_notes = train_and_score(
+        graphs[:len(train)], graphs[len(train):], opts, progress, "within-graph", defaults)
     programs = sorted({r.info.program for r in train})
     configs = {"train": int(sum(r.runtime.size for r in train)),
                "held_out": int(sum(r.runtime.size for r in test))}
@@ -164,8 +176,13 @@ def within_graph(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
     return Evaluation(
         "configs", split_method, {"train": len(train), "valid": 0, "test": len(test)},
         {"train": programs, "valid": [], "test": programs}, stats, kind, results, per_graph,
-        copies_note(kind, per_graph), configs=configs, share=opts.holdout_share,
-        min_configs=MIN_CONFIGS), notes
+        copies_note(kind, per_graph) + ranker_notes, configs=configs, share=opts.holdout_share,
+        min_configs=MIN_CONFIGS, methods=methods_of(per_graph)), notes
+
+
+def methods_of(per_graph: list[GraphScore]) -> dict[str, str]:
+    """What each method that scored a graph reads (the report's legend)."""
+    return described(sorted({m for r in per_graph for m in r.methods}))
 
 
 def _scored(evaluation: Evaluation) -> bool:
@@ -189,14 +206,16 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
     evaluations: dict[str, Evaluation] = {}
     if opts.holdout not in HOLDOUTS:
         raise DatasetError(f"holdout {opts.holdout!r}: expected one of {', '.join(HOLDOUTS)}")
+    defaults = default_rows(source, [r.info for r in raws], loader.configs)
     if opts.holdout in ("auto", "programs"):
-        program_eval, skipped = by_program(raws, loader, opts, progress, split_method)
+        program_eval, skipped = by_program(raws, loader, opts, progress, split_method,
+                                           defaults)
         if program_eval is not None:
             evaluations["by-program"] = program_eval
         else:
             notes.append(str(skipped))
     if opts.holdout in ("auto", "configs"):
-        graph_eval, graph_notes = within_graph(raws, loader, opts, progress)
+        graph_eval, graph_notes = within_graph(raws, loader, opts, progress, defaults)
         notes.extend(graph_notes)
         if graph_eval is not None:
             evaluations["within-graph"] = graph_eval
@@ -209,9 +228,11 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
             f"in a graph, a by-program split ≥ 3 programs"
             + (f" (only --holdout {opts.holdout} was asked for)" if opts.holdout != "auto"
                else "") + f"; {_what_to_collect(source)}")
+    room, room_notes = collection_headroom(source, raws)
     return CollectionReport(kind=raws[0].info.kind, graphs=len(raws),
                             programs=len({r.info.program for r in raws}),
-                            split_method=split_method, evaluations=evaluations, notes=notes)
+                            split_method=split_method, evaluations=evaluations,
+                            notes=notes + room_notes, headroom=room)
 
 
 def _what_to_collect(source: GraphSource) -> str:
