@@ -26,4 +26,9 @@ def test_model_learns_known_runtime_function(tmp_path: Path) -> None:
         res = section.results[split]
         assert res["model"]["kendall_tau"] > res["random"]["kendall_tau"] + 0.5
         assert res["model"]["kendall_tau"] > res["fewer-copies"]["kendall_tau"]
+        # the runtime depends on which configured nodes are adjacent: config-only rankers
+        # and trees without the graph fall short of a model that reads it
+        assert res["model"]["kendall_tau"] > res["non-default-slots"]["kendall_tau"] + 0.2
+        if "gbdt" in res:       # the `trees` extra
+            assert res["model"]["kendall_tau"] > res["gbdt"]["kendall_tau"] + 0.2
     assert section.train.compiles["step"] <= 3
