@@ -3,6 +3,7 @@ sure the labels are (CI widths, the A/A control rows' noise floor)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -61,8 +62,9 @@ class ReportStats:
         line = f"headroom: a config beats the default in {faster}/{len(rooms)} graphs; "
         if not pooled.graphs:
             return line + "noise ceiling: no CI: ceiling unknown"
+        sure = pooled.kendall_tau_sure
         return (line + f"noise ceiling τ {pooled.kendall_tau:.3f} (sure pairs "
-                f"{pooled.kendall_tau_sure:.3f}) over {pooled.graphs} graphs")
+                f"{'–' if math.isnan(sure) else f'{sure:.3f}'}) over {pooled.graphs} graphs")
 
 
 def _status_counts(configs: pl.LazyFrame) -> dict[str, int]:
