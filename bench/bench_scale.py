@@ -39,7 +39,7 @@ def measure(args: list[str]) -> dict[str, Any]:
     """Run ``tgt args`` under /usr/bin/time; wall seconds, peak RSS and peak tree RSS (MiB)."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        cmd = ["/usr/bin/time", "-f", "%M %e", "-o", out.name, *TGT, *args]
+        cmd = ["/usr/bin/time", "-f", "%M %e %U %S", "-o", out.name, *TGT, *args]
         start = time.perf_counter()
         proc = psutil.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         tree_peak = 0
@@ -58,9 +58,9 @@ def measure(args: list[str]) -> dict[str, Any]:
         output = proc.stdout.read().decode() if proc.stdout else ""
         if proc.returncode != 0:
             raise SystemExit(f"tgt {' '.join(args)} failed ({proc.returncode}):\n{output}")
-        max_kb, _ = out.read().split()
-    return {"seconds": round(wall, 1), "peak_mib": round(int(max_kb) / 1024),
-            "tree_mib": round(tree_peak / 2**20)}
+        max_kb, _, user, system = out.read().split()[-4:]
+    return {"seconds": round(wall, 1), "cpu_seconds": round(float(user) + float(system), 1),
+            "peak_mib": round(int(max_kb) / 1024), "tree_mib": round(tree_peak / 2**20)}
 
 
 def run(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -99,13 +99,13 @@ STEPS = ("import", "validate", "publish")
 
 
 def table(results: list[dict[str, Any]]) -> str:
-    lines = ["| graphs | config rows | parts | command | seconds | peak RSS MiB | tree RSS MiB |",
-             "|---:|---:|---:|---|---:|---:|---:|"]
+    lines = ["| graphs | config rows | parts | command | seconds | CPU seconds | peak RSS MiB "
+             "| tree RSS MiB |", "|---:|---:|---:|---|---:|---:|---:|---:|"]
     for r in results:
         for cmd in (c for c in STEPS if c in r):
             m = r[cmd]
             lines.append(f"| {r['graphs']} | {r['config_rows']:,} | {r['parts']} | {cmd} | "
-                         f"{m['seconds']} | {m['peak_mib']} | {m['tree_mib']} |")
+                         f"{m['seconds']} | {m['cpu_seconds']} | {m['peak_mib']} | {m['tree_mib']} |")
     if len(results) >= 2:
         a, b = results[0], results[-1]
         lines.append("")
@@ -116,7 +116,9 @@ def table(results: list[dict[str, Any]]) -> str:
             ma, mb = a[cmd], b[cmd]
             lines.append(f"* {cmd}: peak RSS {mb['peak_mib'] / ma['peak_mib'] - 1:+.0%}, "
                          f"tree RSS {mb['tree_mib'] / ma['tree_mib'] - 1:+.0%}, time "
-                         f"×{mb['seconds'] / ma['seconds']:.2f}")
+                         f"×{mb['seconds'] / ma['seconds']:.2f}, CPU time "
+                         f"×{mb['cpu_seconds'] / ma['cpu_seconds']:.2f} for "
+                         f"×{b['config_rows'] / a['config_rows']:.2f} config rows")
     return "\n".join(lines)
 
 
