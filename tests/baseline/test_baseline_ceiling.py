@@ -127,3 +127,22 @@ def test_graph_label_stats_reads_one_graphs_config_rows() -> None:
     assert room.fastest_high == 0.92 and room.surely_faster_share == pytest.approx(1 / 3)
     no_ci = graph_label_stats(rows.drop("relative_ci_low", "relative_ci_high"))
     assert no_ci[0] is None and no_ci[1] is not None and no_ci[1].fastest_low is None
+
+
+def test_large_graphs_use_a_seeded_sample_of_configs() -> None:
+    from tpugraphs_tools.store import label_stats
+
+    rng = np.random.default_rng(4)
+    truth = np.exp(rng.normal(0, 0.05, 300))
+    low, high = _ci(truth, rng.uniform(0.005, 0.03, truth.size))
+    whole = noise_ceiling(truth, low, high)
+    cap = label_stats.MAX_CONFIGS
+    try:
+        label_stats.MAX_CONFIGS = 150
+        sampled = noise_ceiling(truth, low, high)
+        again = noise_ceiling(truth, low, high)
+    finally:
+        label_stats.MAX_CONFIGS = cap
+    assert whole is not None and sampled is not None and again is not None
+    assert sampled.pairs == 150 * 149 // 2 and sampled == again      # seeded
+    assert sampled.kendall_tau == pytest.approx(whole.kendall_tau, abs=0.05)
