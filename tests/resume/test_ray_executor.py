@@ -30,7 +30,8 @@ ENTRY main {
 
 def _plan(hlo: str, out: str) -> dict:
     return {"out": out, "defaults": {"configs": 4, "warmup": 0, "seed": 3,
-                                     "min_sample_ms": 1, "max_rounds": 8},
+                                     "min_sample_ms": 1, "max_rounds": 8, "copies": 1,
+                                     "measure_processes": 1, "isolation": "none"},
             "items": [{"hlo": hlo}]}
 
 
@@ -43,61 +44,79 @@ def _keys(out) -> tuple[list[str], pl.DataFrame]:
     return graphs, configs.sort("graph_id", "config_index")
 
 
-def test_ray_matches_local_executor(tmp_path):
-    from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
-
-    hlo = tmp_path / "small.hlo"
-    hlo.write_text(HLO)
-    local_out, ray_out = tmp_path / "local", tmp_path / "ray"
-    collect(request_from_plan(_plan(str(hlo), str(local_out))))
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance for the module (its workers are reused across tests); no token
+    authentication, so that nothing is written to the user's ~/.ray."""
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        collect_with_ray(request_from_plan(_plan(str(hlo), str(ray_out))), chunk_size=2,
-                         num_cpus=1)
+        yield ray
     finally:
         ray.shutdown()
+        if saved is None:
+            del os.environ["RAY_AUTH_MODE"]
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[Path, Path]:
+    """The HLO file, and the dataset the local executor collects from it."""
+    root = tmp_path_factory.mktemp("reference")
+    hlo = root / "small.hlo"
+    hlo.write_text(HLO)
+    collect(request_from_plan(_plan(str(hlo), str(root / "local"))))
+    return hlo, root / "local"
+
+
+def test_ray_matches_local_executor(tmp_path, local_ray, reference):
+    from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
+
+    hlo, local_out = reference
+    ray_out = tmp_path / "ray"
+    collect_with_ray(request_from_plan(_plan(str(hlo), str(ray_out))), chunk_size=2,
+                     num_cpus=1)
     assert _keys(local_out)[0] == _keys(ray_out)[0]
     assert _keys(local_out)[1].equals(_keys(ray_out)[1])
     assert validate_path(ray_out).ok()
 
 
 def _crashing_task(marker: Path, crashes: int):
-    """A chunk task whose worker process dies (as on a lost node) the first ``crashes`` times
-    it runs, counted in ``marker``; then it measures like the real one."""
-    from tpugraphs_tools.collect.executors.ray_executor import measure_chunk
+    """A chunk task whose worker process dies (as on a lost node) in the first ``crashes``
+    runs of it; then it measures like the real one. Runs are numbered by creating
+    ``marker.<n>`` exclusively, so concurrent tasks never take the same number."""
 
     def task(text, opts, indices):
-        runs = len(marker.read_text()) if marker.exists() else 0
-        marker.write_text("x" * (runs + 1))
-        if runs < crashes:
+        run = 0
+        while True:
+            try:
+                os.close(os.open(f"{marker}.{run}", os.O_CREAT | os.O_EXCL))
+                break
+            except FileExistsError:
+                run += 1
+        if run < crashes:
             os._exit(1)
+        from tpugraphs_tools.collect.executors.ray_executor import measure_chunk
+
         return measure_chunk(text, opts, indices)
 
     return ray.remote(num_cpus=1, max_retries=0)(task)
 
 
-@pytest.fixture
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
-
-
-def test_lost_task_is_resubmitted_and_stored_once(tmp_path, local_ray):
+def test_lost_task_is_resubmitted_and_stored_once(tmp_path, local_ray, reference):
     from tpugraphs_tools.collect.executors.ray_executor import _collect
 
-    hlo = tmp_path / "small.hlo"
-    hlo.write_text(HLO)
-    local_out, ray_out = tmp_path / "local", tmp_path / "ray"
-    collect(request_from_plan(_plan(str(hlo), str(local_out))))
+    hlo, local_out = reference
+    ray_out = tmp_path / "ray"
     messages: list[str] = []
-    _collect(local_ray, _crashing_task(tmp_path / "runs", crashes=1),
-             request_from_plan(_plan(str(hlo), str(ray_out))), chunk_size=2, max_attempts=3,
+    _collect(local_ray, _crashing_task(tmp_path / "run", crashes=1),
+             request_from_plan(_plan(str(hlo), str(ray_out))), chunk_size=4, max_attempts=3,
              progress=messages.append, started_here=False)
     lost = [m for m in messages if "task lost (WorkerCrashedError" in m]
     assert len(lost) == 1 and "resubmitted, attempt 2 of 3" in lost[0], messages
+    assert len(list(tmp_path.glob("run.*"))) == 2  # the one chunk, submitted twice
     configs = Dataset.open(ray_out).configs()
     assert configs.select("graph_id", "config_index").is_duplicated().sum() == 0
     assert _keys(local_out)[1].equals(_keys(ray_out)[1])  # every config once, none lost
@@ -105,15 +124,14 @@ def test_lost_task_is_resubmitted_and_stored_once(tmp_path, local_ray):
     assert validate_path(ray_out).ok()
 
 
-def test_task_lost_every_time_stops_with_a_clear_error(tmp_path, local_ray):
+def test_task_lost_every_time_stops_with_a_clear_error(tmp_path, local_ray, reference):
     from tpugraphs_tools.collect.executors.ray_executor import _collect
 
-    hlo = tmp_path / "small.hlo"
-    hlo.write_text(HLO)
+    hlo, _ = reference
     out = tmp_path / "ray"
     with pytest.raises(CollectError, match=r"configs 0-3: lost 2 times, giving up"):
-        _collect(local_ray, _crashing_task(tmp_path / "runs", crashes=99),
+        _collect(local_ray, _crashing_task(tmp_path / "run", crashes=99),
                  request_from_plan(_plan(str(hlo), str(out))), chunk_size=4, max_attempts=2,
                  progress=lambda _m: None, started_here=False)
-    assert (tmp_path / "runs").read_text() == "xx"  # submitted exactly max_attempts times
+    assert len(list(tmp_path.glob("run.*"))) == 2  # submitted exactly max_attempts times
     assert not (out / "graphs").exists() or not any((out / "graphs").iterdir())
