@@ -18,8 +18,36 @@ from pathlib import Path
 
 from tpugraphs_tools.baseline import BaselineOptions, PrepareOptions, TrainConfig, run_baseline
 
-METHODS = ("model", "random", "fewer-copies")
-METRICS = ("kendall_tau", "kendall_tau_sure", "opa", "slowdown@5")
+FIRST = ("noise-ceiling", "model", "random", "fewer-copies")
+METRICS = ("kendall_tau", "kendall_tau_sure", "opa", "slowdown@5", "kendall_tau_of_ceiling")
+
+
+def methods_in(pooled: list[dict]) -> list[str]:
+    """Every method the reports scored (the ceiling and model first), so a ranker added to
+    `tgt baseline` reaches the table without editing this list."""
+    seen = {key for g in pooled for key, value in g.items()
+            if isinstance(value, dict) and "kendall_tau" in value}
+    return [m for m in FIRST if m in seen] + sorted(seen - set(FIRST))
+
+
+def seed_ci(pooled: list[dict], method: str, metric: str) -> str:
+    """Mean over held-out graphs, with a 95% t interval over the seeds' own means (each seed
+    is one by-program split), so two methods' intervals can be compared."""
+    from scipy import stats
+
+    per_seed: dict[int, list[float]] = {}
+    for g in pooled:
+        value = g.get(method, {}).get(metric)
+        if value is not None and not math.isnan(value):
+            per_seed.setdefault(g["seed"], []).append(value)
+    means = [statistics.fmean(v) for v in per_seed.values()]
+    if not means:
+        return "-"
+    center = statistics.fmean(means)
+    if len(means) < 2:
+        return f"{center:.3f}"
+    half = stats.t.ppf(0.975, len(means) - 1) * statistics.stdev(means) / math.sqrt(len(means))
+    return f"{center:.3f} ± {half:.3f}"
 
 
 def label_summary(data: Path) -> str:
@@ -75,17 +103,16 @@ def main() -> int:
              f"distinct graphs; model `sage`, hidden 64, 3 layers, ListMLE, {args.epochs} "
              "epochs, full-graph. Mean over held-out graphs; `kendall_tau_sure` is τ over the "
              "config pairs whose label 95% CIs are disjoint (docs/baseline.md), over the "
-             "graphs that have such pairs:", "",
+             "graphs that have such pairs; ± is a 95% interval over the seeds' means; "
+             "`noise-ceiling` is the τ two reruns of the same configs would reach "
+             "(docs/baseline.md):", "",
              "| method | " + " | ".join(METRICS) + " | graphs where τ > random's |",
              "|---|" + "---:|" * (len(METRICS) + 1)]
-    for method in METHODS:
-        cells = []
-        for metric in METRICS:
-            values = [g[method][metric] for g in pooled
-                      if g[method].get(metric) is not None and not math.isnan(g[method][metric])]
-            cells.append(f"{statistics.fmean(values):.3f}" if values else "-")
-        wins = sum(1 for g in pooled if g[method]["kendall_tau"] > g["random"]["kendall_tau"])
-        cells.append("-" if method == "random" else f"{wins}/{len(pooled)}")
+    for method in methods_in(pooled):
+        cells = [seed_ci(pooled, method, metric) for metric in METRICS]
+        wins = sum(1 for g in pooled if method in g
+                   and (g[method].get("kendall_tau") or -2) > g["random"]["kendall_tau"])
+        cells.append("-" if method in ("random", "noise-ceiling") else f"{wins}/{len(pooled)}")
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     body = label_summary(Path(args.data)) + "\n\n" + "\n".join(lines)
     print(body)
