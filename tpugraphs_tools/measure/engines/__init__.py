@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tpugraphs_tools.measure.engines.base import DefaultProgram, Engine, TimedItem
+from tpugraphs_tools.measure.engines.base import DefaultProgram, Engine, TimedItem, Traits
 from tpugraphs_tools.measure.engines.fixed import FixedEngine
 from tpugraphs_tools.measure.engines.paired import PairedEngine
 
@@ -15,5 +15,10 @@ def make_engine(default: DefaultProgram) -> Engine:
     return ENGINE_CLASSES[default.spec.engine](default)
 
 
+def traits_of(engine: str) -> Traits:
+    """What the parent process must know about the engine named ``engine``."""
+    return ENGINE_CLASSES[engine].traits
+
+
 __all__ = ["ENGINE_CLASSES", "DefaultProgram", "Engine", "FixedEngine", "PairedEngine", "TimedItem",
-           "make_engine"]
+           "Traits", "make_engine", "traits_of"]

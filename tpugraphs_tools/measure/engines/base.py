@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from tpugraphs_tools.measure.worker import Batch, ConfigResult, DefaultInfo, SessionSpec
 
@@ -52,8 +52,25 @@ class LoadedBatch:
     seed: int = 0               # the batch's order seed (paired: fresh per batch)
 
 
+@dataclass(frozen=True)
+class Traits:
+    """What the parent process (measure/pipeline.py) must know about an engine."""
+
+    # Configs of earlier batches timed again in each batch (their ``repeat`` rows measure
+    # the variance between timing windows, collect/labels.py).
+    repeats_per_batch: int
+    # Every batch is timed in each of ``SessionSpec.processes`` measurement workers in turn
+    # and their labels are combined (measure/replicas.py); False: one worker.
+    replicated: bool
+    # Items stop on a timing budget (``StopRule.max_seconds_per_config``), which the batch's
+    # hang limit must allow for; False: a fixed number of rounds.
+    budgeted: bool
+
+
 class Engine(Protocol):
     """How one measurement worker times batches of checked configs against the default."""
+
+    traits: ClassVar[Traits]
 
     def ready(self, info: DefaultInfo) -> None:
         """Complete the worker's "ready" message (fixed: the default timed alone)."""

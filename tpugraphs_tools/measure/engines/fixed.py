@@ -6,7 +6,15 @@ collection's first engine for comparisons. One loaded copy per program, one argu
 
 from __future__ import annotations
 
-from tpugraphs_tools.measure.engines.base import DefaultProgram, LoadedBatch, TimedItem, bind_copies
+from typing import ClassVar
+
+from tpugraphs_tools.measure.engines.base import (
+    DefaultProgram,
+    LoadedBatch,
+    TimedItem,
+    Traits,
+    bind_copies,
+)
 from tpugraphs_tools.measure.timing import time_alone, time_batch
 from tpugraphs_tools.measure.worker import Batch, DefaultInfo
 
@@ -14,6 +22,8 @@ from tpugraphs_tools.measure.worker import Batch, DefaultInfo
 class FixedEngine:
     """:class:`~tpugraphs_tools.measure.engines.base.Engine` of ``SessionSpec.engine ==
     "fixed"``."""
+
+    traits: ClassVar[Traits] = Traits(repeats_per_batch=0, replicated=False, budgeted=False)
 
     def __init__(self, default: DefaultProgram) -> None:
         self.default = default

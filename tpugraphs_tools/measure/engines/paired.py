@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-from typing import Any
+from typing import Any, ClassVar
 
 from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.measure import compile as C
@@ -21,12 +21,16 @@ from tpugraphs_tools.measure.engines.base import (
     LoadedBatch,
     Run,
     TimedItem,
+    Traits,
     bind_copies,
 )
 from tpugraphs_tools.measure.paired import Placement, calibrate, time_paired, timed_sample
 from tpugraphs_tools.measure.timing import Timing
 from tpugraphs_tools.measure.worker import CONTROL, Batch, ConfigResult, DefaultInfo, SessionSpec
 
+# Configs of earlier batches re-timed per batch: enough for a between-window SD per graph,
+# few enough to cost a small share of a 16-config batch.
+REPEATS_PER_BATCH = 2
 # Memory for the extra argument sets of the loaded copies (bind_copies), beyond the first.
 INPUT_SETS_BUDGET = 512 * 2 ** 20
 ORDER_SEED_RANGE = 2 ** 32  # a fresh load/round order per batch (PairedEngine.load)
@@ -35,6 +39,9 @@ ORDER_SEED_RANGE = 2 ** 32  # a fresh load/round order per batch (PairedEngine.l
 class PairedEngine:
     """:class:`~tpugraphs_tools.measure.engines.base.Engine` of ``SessionSpec.engine ==
     "paired"``. Kept across batches: the argument sets, k, the pooled copy placement."""
+
+    traits: ClassVar[Traits] = Traits(repeats_per_batch=REPEATS_PER_BATCH, replicated=True,
+                                      budgeted=True)
 
     def __init__(self, default: DefaultProgram) -> None:
         self.default = default
