@@ -13,12 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from tpugraphs_tools.configs import STRATEGIES
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.pipeline import PipelineOptions
 from tpugraphs_tools.measure.processes import ISOLATIONS
 from tpugraphs_tools.measure.worker import ENGINES, SessionSpec
-
-STRATEGIES = ("default", "random")
 
 
 @dataclass(frozen=True)

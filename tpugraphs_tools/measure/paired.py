@@ -113,22 +113,6 @@ def trimmed_stats(values: Sequence[float], trim: float = TRIM) -> tuple[float, f
     return center, math.sqrt((n - 1) * sw2 / (h * (h - 1))), h - 1
 
 
-def trimmed_ci(values: Sequence[float], confidence: float = 0.95,
-               trim: float = TRIM) -> tuple[float, float, float]:
-    """(trimmed mean, low, high) of ``values``: Yuen's trimmed t interval."""
-    center, se, df = trimmed_stats(values, trim)
-    if not df:
-        return center, -math.inf, math.inf
-    t = float(stats.t.ppf(0.5 + confidence / 2, df))
-    return center, center - t * se, center + t * se
-
-
-def ratio_of(log_ratios: Sequence[float], confidence: float = 0.95) -> Ratio:
-    center, low, high = trimmed_ci(log_ratios, confidence)
-    return Ratio(math.exp(center), math.exp(low) if low > -math.inf else 0.0,
-                 math.exp(high) if high < math.inf else math.inf, len(log_ratios))
-
-
 @dataclass
 class Placement:
     """Pooled between-copy variance of log-ratios (placement effects), kept across batches."""
