@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -11,8 +13,16 @@ from tpugraphs_tools.cli import collect_cmd, main
 from tpugraphs_tools.collect.plan import PlanError, request_from_plan
 from tpugraphs_tools.collect.run import CollectRequest
 from tpugraphs_tools.collect.summary import CollectSummary
-from tpugraphs_tools.measure import options
-from tpugraphs_tools.measure.options import KEYS, MeasureOptions, kernel_session, layout_session
+from tpugraphs_tools.measure.options import (
+    EXPERT,
+    KEYS,
+    OPTION_INFO,
+    MeasureOptions,
+    kernel_session,
+    layout_session,
+    option_default,
+    option_kind,
+)
 
 FLAGS = ["--configs", "7", "--strategy", "random", "--seed", "3", "--warmup", "1",
          "--repeats", "2", "--timeout", "30", "--workers", "2", "--timing-batch", "5",
@@ -36,13 +46,45 @@ def _cli_request(monkeypatch: pytest.MonkeyPatch, *args: str) -> CollectRequest:
     return seen[0]
 
 
-def test_every_option_is_one_flag_and_one_plan_key() -> None:
+def test_generated_flags_carry_the_records_metadata() -> None:
+    """Every MeasureOptions field with a plan key is one flag, made from its metadata: the
+    parameter is the plan key, and default, range, choices and help are the record's."""
     params = {p.name: p for p in collect_cmd.collect.params}
-    assert set(KEYS) <= set(params)  # the CLI parameter is the plan key and the record's field
-    for name in KEYS:  # the record checks what click checks, so a plan is held to the same
-        kind = params[name].type
-        assert options._MINIMUM.get(name) == getattr(kind, "min", None), name
-        assert tuple(options._CHOICES.get(name, ())) == tuple(getattr(kind, "choices", ())), name
+    assert set(KEYS) == set(OPTION_INFO) and set(KEYS) <= set(params)
+    for name in KEYS:
+        info, param = OPTION_INFO[name], params[name]
+        assert isinstance(param, click.Option)
+        assert info.flag_of(name) in param.opts, name
+        assert param.default == option_default(name), name
+        assert param.help == info.help, name
+        assert getattr(param, "section", None) == info.group, name
+        assert getattr(param.type, "min", None) == info.minimum, name
+        assert tuple(getattr(param.type, "choices", ())) == info.choices, name
+        assert option_kind(name) in (int, float, str), name
+
+
+def test_the_record_checks_what_its_metadata_says() -> None:
+    """The same metadata holds a plan and a Python caller to the flag's range and choices."""
+    for name, info in OPTION_INFO.items():
+        if info.minimum is not None:
+            low = info.minimum - (1 if option_kind(name) is int else 0.5)
+            with pytest.raises(ValueError, match=f"{name} must be >= "):
+                MeasureOptions.from_keys({name: option_kind(name)(low)})
+        if info.choices:
+            with pytest.raises(ValueError, match=f"{name} must be one of"):
+                MeasureOptions.from_keys({name: "no-such-choice"})
+
+
+def test_help_lists_expert_timing_knobs_in_their_own_section() -> None:
+    result = CliRunner().invoke(main, ["collect", "--help"])
+    assert result.exit_code == 0
+    text = result.output
+    expert = text.index("Timing (expert):")
+    for name, info in OPTION_INFO.items():
+        line = re.search(rf"^ +{info.flag_of(name)} ", text, re.MULTILINE)
+        assert line is not None, name
+        at = line.start()
+        assert (at > expert) == (info.group == EXPERT), name
 
 
 def test_cli_flags_and_plan_keys_build_the_same_item(monkeypatch: pytest.MonkeyPatch,
