@@ -8,7 +8,13 @@ import click
 from rich.table import Table
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, print_pairs_apart, terminal
-from tpugraphs_tools.cli._options import SectionedCommand, measure_options, option
+from tpugraphs_tools.cli._options import (
+    SectionedCommand,
+    deprecated_alias,
+    measure_options,
+    option,
+    resolve_deprecated,
+)
 from tpugraphs_tools.format import KINDS
 
 INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
@@ -30,8 +36,9 @@ INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
         show_default=True, section=INPUT,
         help="layout: whole programs × layout configs; tile: every kernel of the optimized "
              "program × the backend's kernel configs.")
-@option("--batch", default=1, show_default=True, type=click.IntRange(min=1), section=PROGRAM,
-        help="The program's input batch size (not --timing-batch).")
+@option("--batch-size", "batch", default=1, show_default=True, type=click.IntRange(min=1),
+        section=PROGRAM, help="The program's input batch size (not --timing-batch).")
+@deprecated_alias("--batch", "batch", click.IntRange(min=1))
 @option("--image-size", type=click.IntRange(min=8), default=None, section=PROGRAM,
         help="Image side for vision programs (default: the preset's).")
 @option("--seq-len", type=click.IntRange(min=1), default=None, section=PROGRAM,
@@ -62,7 +69,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     \b
     Examples:
       tgt collect --program resnet50
-      tgt collect --program resnet50 --batch 1 --image-size 112 --configs 100 --seed 0 --out d/
+      tgt collect --program resnet50 --batch-size 1 --image-size 112 --configs 100 --seed 0 --out d/
       tgt collect --program resnet50 --configs 0          # graphs only
       tgt collect --hlo dump/module_0001.jit_f.before_optimizations.txt
       tgt collect --collection tile --program resnet18 --configs 8
@@ -71,6 +78,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     """
     from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
 
+    terminal.warnings(resolve_deprecated(click.get_current_context(), options))
     if status_of is not None:
         _print_status(status_of)
         return

@@ -41,6 +41,11 @@ class OptionInfo:
     def flag_of(self, name: str) -> str:
         return self.flag or "--" + name.replace("_", "-")
 
+    def key_of(self, name: str) -> str:
+        """The plan key spelled like the flag (``--loaded-copies`` ↔ ``loaded_copies``); the
+        field name stays a plan key too (plans written before a flag was renamed)."""
+        return self.flag_of(name)[2:].replace("-", "_")
+
 
 def _option(default: Any, help: str, **info: Any) -> Any:
     return field(default=default, metadata={"option": OptionInfo(help, **info)})
@@ -49,7 +54,8 @@ def _option(default: Any, help: str, **info: Any) -> Any:
 @dataclass(frozen=True)
 class MeasureOptions:
     """How one item is measured. Field = plan key; the CLI flag is ``OptionInfo.flag_of``
-    (``timing_batch`` ↔ ``--timing-batch``); the table in docs/collect.md lists them all.
+    (``timing_batch`` ↔ ``--timing-batch``; a renamed flag's spelling is a plan key too,
+    :data:`KEY_ALIASES`); the table in docs/collect.md lists them all.
     Each field's metadata (:class:`OptionInfo`) holds its help, range and choices.
 
     ``backend`` and ``rtol`` are the request's (no plan key here); ``adaptive`` False runs
@@ -67,8 +73,8 @@ class MeasureOptions:
         2, "Untimed runs of each program before timing (paired: passes over every loaded "
         "copy, at least one).", group=EXPERT, minimum=0)
     repeats: int = _option(
-        10, "Tile collection and --timing fixed: timed rounds per config.", group=EXPERT,
-        minimum=1)
+        10, "Tile collection and --engine fixed: timed rounds per config.", group=EXPERT,
+        minimum=1, flag="--fixed-rounds", deprecated_flags=("--repeats",))
     timeout: float = _option(
         120.0, "Seconds per config (compile, or run) before the worker is killed.")
     workers: int = _option(
@@ -76,7 +82,7 @@ class MeasureOptions:
     timing_batch: int = _option(
         16, "Configs loaded and timed together in one window (paired: a graph with at most "
         "this many configs is ranked within one window; more configs make several windows, "
-        "re-timed across each other). Not the program's input batch (--batch).", minimum=1)
+        "re-timed across each other). Not the program's input batch (--batch-size).", minimum=1)
     isolation: str = _option(
         "auto", "Keep compilation off the timed runs: pin = measurement on the first CPU, "
         "compilation on the others; pause = measurement on all CPUs, compile workers stopped "
@@ -84,7 +90,8 @@ class MeasureOptions:
     timing: str = _option(
         "paired", "Layout labels. paired: rounds time the default and each config once, ratio "
         "CIs, rounds added until sure, an A/A control per batch; fixed: the old engine "
-        "(--repeats rounds, shared default minimum), for comparisons.", choices=ENGINES)
+        "(--fixed-rounds rounds, shared default minimum), for comparisons.", choices=ENGINES,
+        flag="--engine", deprecated_flags=("--timing",))
     min_sample_ms: float = _option(
         1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
         minimum=0.0)
@@ -105,7 +112,8 @@ class MeasureOptions:
     copies: int = _option(
         16, "Loaded copies of the default and of each config, rotated over rounds: identical "
         "programs loaded twice run at slightly different speeds (code/buffer placement), and "
-        "the copies' spread enters every CI.", group=EXPERT, minimum=1)
+        "the copies' spread enters every CI.", group=EXPERT, minimum=1,
+        flag="--loaded-copies", deprecated_flags=("--copies",))
     measure_processes: int = _option(
         4, "Paired: measurement processes every batch is timed in, one after the other. What "
         "the copies in one process share (buffer placement, load order) differs between "
@@ -163,6 +171,9 @@ _DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}
 OPTION_INFO: dict[str, OptionInfo] = {f.name: f.metadata["option"]
                                       for f in fields(MeasureOptions) if "option" in f.metadata}
 KEYS = tuple(OPTION_INFO)
+# Plan keys spelled like a renamed flag -> the field (the field name is a key as well).
+KEY_ALIASES = {info.key_of(name): name for name, info in OPTION_INFO.items()
+               if info.key_of(name) != name}
 
 
 def _kind(name: str) -> type:

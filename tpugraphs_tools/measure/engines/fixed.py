@@ -1,6 +1,6 @@
 """The fixed engine: ``repeats`` rotating rounds of single runs against a solo-timed default.
 
-The tile collection times with it, and ``tgt collect --timing fixed`` keeps the layout
+The tile collection times with it, and ``tgt collect --engine fixed`` keeps the layout
 collection's first engine for comparisons. One loaded copy per program, one argument set.
 """
 
