@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
+from tpugraphs_tools.measure.engines import traits_of
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.pipeline import PipelineOptions
 from tpugraphs_tools.measure.processes import ISOLATIONS
@@ -152,11 +153,17 @@ class MeasureOptions:
         return cls(**{k: values[k] for k in KEYS if k in values})
 
     @property
+    def processes(self) -> int:
+        """Measurement processes a batch is timed in: ``measure_processes`` where the engine
+        combines several (paired), else 1."""
+        return self.measure_processes if traits_of(self.timing).replicated else 1
+
+    @property
     def stop(self) -> StopRule:
         """The paired engine's stopping rule for one measurement process: the combined label
         of ``measure_processes`` reaches ``target_precision`` when each reaches √P times it,
         and the round and time caps and the copies are the whole label's."""
-        p = self.measure_processes if self.timing == "paired" else 1
+        p = self.processes
         rounds = max(3, math.ceil(self.max_rounds / p))
         return StopRule(target_precision=self.target_precision * math.sqrt(p),
                         rank_precision=None if self.rank_precision is None else
@@ -204,7 +211,7 @@ def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options
                        warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
                        options=compile_options, engine=opts.timing,
                        min_sample_ms=opts.min_sample_ms, stop=opts.stop, adaptive=opts.adaptive,
-                       processes=opts.measure_processes if opts.timing == "paired" else 1)
+                       processes=opts.processes)
     return spec, pipeline_options(opts, isolation)
 
 
