@@ -134,11 +134,6 @@ class PipelinedMeasurer:
         assert measure is not None, "start() the measurer first"
         return measure
 
-    def _start_measure(self, slot: int | None = None) -> None:
-        slot = self._phase if slot is None else slot
-        self._spawn_measure(slot)
-        self._await_measure(slot)
-
     def _spawn_measure(self, slot: int) -> None:
         self._measures[slot] = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
 
@@ -405,5 +400,6 @@ class PipelinedMeasurer:
             item = batch[0]
             on_result(ConfigResult(item.index, status, error=message,
                                    compile_seconds=item.compile_seconds, realized=item.realized))
-        self._start_measure()
+        self._spawn_measure(self._phase)
+        self._await_measure(self._phase)
         self._phase = 0  # the batch's results so far are dropped: it is timed again whole

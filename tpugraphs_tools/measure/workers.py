@@ -36,10 +36,13 @@ from tpugraphs_tools.measure.worker import (
     SessionSpec,
 )
 
+# An error's text in a config row: compiler errors can dump whole modules; the head says why.
+ERROR_TEXT_LIMIT = 2000
+
 
 def _message(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) < 2000 else text[:2000] + "…"
+    return text if len(text) < ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + "…"
 
 
 FAULTS_ENV = "TGT_TEST_FAULTS"  # tests only (module docstring)
