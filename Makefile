@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 demo: $(STAMP)
 	rm -rf demo-data
 	$(BIN)/tgt programs
-	$(BIN)/tgt collect --program resnet18 --preset tiny --batch 1 --configs 12 --seed 0 --out demo-data
+	$(BIN)/tgt collect --program resnet18 --preset tiny --batch-size 1 --configs 12 --seed 0 --out demo-data
 	$(BIN)/tgt validate demo-data
 
 test: $(STAMP)

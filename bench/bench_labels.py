@@ -189,7 +189,7 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
         f"engine (10 rounds, shared default minimum, timing batch {OLD_TIMING_BATCH}, its claim rule |Δ| > 2×CV) "
         f"twice. Paired defaults: `--min-sample-ms {d.min_sample_ms:g} --target-precision "
         f"{d.target_precision:g} --max-rounds {d.max_rounds} --max-seconds-per-config "
-        f"{d.max_seconds_per_config:g} --copies {d.copies} --measure-processes "
+        f"{d.max_seconds_per_config:g} --loaded-copies {d.copies} --measure-processes "
         f"{d.measure_processes} --timing-batch {d.timing_batch}`, "
         "1 compile worker, isolation `pause`, strategy `default`, seed "
         f"{args.seed}. τ all configs: Kendall τ of runs 1 and 2 over every config. Load = "

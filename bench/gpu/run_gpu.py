@@ -58,8 +58,8 @@ def plan(args: argparse.Namespace, extra: tuple[str, ...] = ()) -> list[tuple[st
     """(dataset name, tgt arguments) per step, in order."""
     out = Path(args.out)
     backend = "cpu" if args.dry_run else "gpu"
-    common = ["--backend", backend, "--preset", "tiny", "--batch", "1", "--seed", "0",
-              "--dtype", args.dtype, "--repeats", str(args.repeats), "--timeout",
+    common = ["--backend", backend, "--preset", "tiny", "--batch-size", "1", "--seed", "0",
+              "--dtype", args.dtype, "--fixed-rounds", str(args.repeats), "--timeout",
               str(args.config_timeout), *extra]
     programs = [a for p in PROGRAMS for a in ("--program", p)]
     layout = ["collect", *programs, *common, "--configs", str(args.layout_configs),

@@ -145,20 +145,13 @@ def test_collect_summary_shows_the_noise_floor() -> None:
     assert "±2.10%" in text
 
 
-def test_collect_option_defaults_are_the_librarys():
-    """A `tgt collect` default that differs from MeasureOptions' would make the CLI and
-    plans/Python callers collect differently; every shared name must agree (the paired
-    engine's stop rule included, e.g. --target-precision)."""
-    import dataclasses
+def test_every_flag_of_every_command_has_help():
+    """A flag without help leaves the user guessing (--batch, --warmup and --dtype had none)."""
+    import click
 
-    from tpugraphs_tools.cli.collect_cmd import collect
-    from tpugraphs_tools.measure.options import MeasureOptions
-    from tpugraphs_tools.measure.paired import StopRule
+    from tpugraphs_tools.cli import main
 
-    library = {f.name: f.default for f in dataclasses.fields(MeasureOptions)}
-    shared = [p for p in collect.params if p.name in library]
-    assert len(shared) >= 15
-    assert {p.name: p.default for p in shared} == {p.name: library[p.name] for p in shared}
-    rule = StopRule()
-    assert (rule.target_precision, rule.max_rounds) == (library["target_precision"],
-                                                        library["max_rounds"])
+    missing = [f"{name} {'/'.join(p.opts)}" for name, command in main.commands.items()
+               for p in command.params
+               if isinstance(p, click.Option) and not p.hidden and not p.help]
+    assert missing == []

@@ -37,7 +37,7 @@ ENTRY main {{
   ROOT r = f32[8,8]{{1,0}} get-tuple-element(recv-done), index=0
 }}
 """
-FAST = ["--configs", "3", "--repeats", "1", "--warmup", "0"]
+FAST = ["--configs", "3", "--fixed-rounds", "1", "--warmup", "0"]
 
 
 def test_custom_call_module_is_stored_with_failure_rows_and_exit_partial(tmp_path: Path,

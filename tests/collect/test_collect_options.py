@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -11,15 +13,26 @@ from tpugraphs_tools.cli import collect_cmd, main
 from tpugraphs_tools.collect.plan import PlanError, request_from_plan
 from tpugraphs_tools.collect.run import CollectRequest
 from tpugraphs_tools.collect.summary import CollectSummary
-from tpugraphs_tools.measure import options
-from tpugraphs_tools.measure.options import KEYS, MeasureOptions, kernel_session, layout_session
+from tpugraphs_tools.measure.options import (
+    EXPERT,
+    KEYS,
+    OPTION_INFO,
+    MeasureOptions,
+    kernel_session,
+    layout_session,
+    option_default,
+    option_kind,
+)
 
 FLAGS = ["--configs", "7", "--strategy", "random", "--seed", "3", "--warmup", "1",
-         "--repeats", "2", "--timeout", "30", "--workers", "2", "--timing-batch", "5",
-         "--isolation", "none", "--timing", "fixed", "--min-sample-ms", "2",
+         "--fixed-rounds", "2", "--timeout", "30", "--workers", "2", "--timing-batch", "5",
+         "--isolation", "none", "--engine", "fixed", "--min-sample-ms", "2",
          "--target-precision", "0.02", "--rank-precision", "0.01", "--max-rounds", "9",
          "--max-seconds-per-config", "3",
-         "--copies", "2", "--max-kernels", "4", "--batch", "6", "--preset", "tiny"]
+         "--loaded-copies", "2", "--max-kernels", "4", "--batch-size", "6", "--preset", "tiny"]
+# Renamed flags: the spelling of one release ago -> today's (both still work).
+OLD_SPELLINGS = {"--repeats": "--fixed-rounds", "--timing": "--engine",
+                 "--copies": "--loaded-copies", "--batch": "--batch-size"}
 
 
 def _cli_request(monkeypatch: pytest.MonkeyPatch, *args: str) -> CollectRequest:
@@ -36,30 +49,102 @@ def _cli_request(monkeypatch: pytest.MonkeyPatch, *args: str) -> CollectRequest:
     return seen[0]
 
 
-def test_every_option_is_one_flag_and_one_plan_key() -> None:
+def test_generated_flags_carry_the_records_metadata() -> None:
+    """Every MeasureOptions field with a plan key is one flag, made from its metadata: the
+    parameter is the plan key, and default, range, choices and help are the record's."""
     params = {p.name: p for p in collect_cmd.collect.params}
-    assert set(KEYS) <= set(params)  # the CLI parameter is the plan key and the record's field
-    for name in KEYS:  # the record checks what click checks, so a plan is held to the same
-        kind = params[name].type
-        assert options._MINIMUM.get(name) == getattr(kind, "min", None), name
-        assert tuple(options._CHOICES.get(name, ())) == tuple(getattr(kind, "choices", ())), name
+    assert set(KEYS) == set(OPTION_INFO) and set(KEYS) <= set(params)
+    for name in KEYS:
+        info, param = OPTION_INFO[name], params[name]
+        assert isinstance(param, click.Option)
+        assert info.flag_of(name) in param.opts, name
+        assert param.default == option_default(name), name
+        assert param.help == info.help, name
+        assert getattr(param, "section", None) == info.group, name
+        assert getattr(param.type, "min", None) == info.minimum, name
+        assert tuple(getattr(param.type, "choices", ())) == info.choices, name
+        assert option_kind(name) in (int, float, str), name
+
+
+def test_the_record_checks_what_its_metadata_says() -> None:
+    """The same metadata holds a plan and a Python caller to the flag's range and choices."""
+    for name, info in OPTION_INFO.items():
+        if info.minimum is not None:
+            low = info.minimum - (1 if option_kind(name) is int else 0.5)
+            with pytest.raises(ValueError, match=f"{name} must be >= "):
+                MeasureOptions.from_keys({name: option_kind(name)(low)})
+        if info.choices:
+            with pytest.raises(ValueError, match=f"{name} must be one of"):
+                MeasureOptions.from_keys({name: "no-such-choice"})
+
+
+def test_help_lists_expert_timing_knobs_in_their_own_section() -> None:
+    result = CliRunner().invoke(main, ["collect", "--help"])
+    assert result.exit_code == 0
+    text = result.output
+    expert = text.index("Timing (expert):")
+    for name, info in OPTION_INFO.items():
+        line = re.search(rf"^ +{info.flag_of(name)} ", text, re.MULTILINE)
+        assert line is not None, name
+        at = line.start()
+        assert (at > expert) == (info.group == EXPERT), name
 
 
 def test_cli_flags_and_plan_keys_build_the_same_item(monkeypatch: pytest.MonkeyPatch,
                                                      tmp_path: Path) -> None:
     cli = _cli_request(monkeypatch, "--program", "resnet18", "--out", str(tmp_path), *FLAGS)
     keys = {FLAGS[i][2:].replace("-", "_"): FLAGS[i + 1] for i in range(0, len(FLAGS), 2)}
-    types = {"configs": int, "seed": int, "warmup": int, "repeats": int, "timeout": float,
+    types = {"configs": int, "seed": int, "warmup": int, "fixed_rounds": int, "timeout": float,
              "workers": int, "timing_batch": int, "min_sample_ms": float,
              "target_precision": float, "rank_precision": float, "max_rounds": int,
              "max_seconds_per_config": float,
-             "copies": int, "max_kernels": int, "batch": int}
+             "loaded_copies": int, "max_kernels": int, "batch_size": int}
     item = {k: types.get(k, str)(v) for k, v in keys.items()}
     plan = request_from_plan({"out": str(tmp_path), "items": [{"program": "resnet18", **item}]})
     assert cli.items == plan.items
     [got] = cli.items
     assert got.options is not None
     assert got.options.timing_batch == 5 and got.program_args.batch == 6  # two batches
+
+
+def test_old_flag_spellings_still_work_with_a_deprecation_warning(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    new = _cli_request(monkeypatch, "--program", "resnet18", "--out", str(tmp_path), *FLAGS)
+    renamed = {v: k for k, v in OLD_SPELLINGS.items()}
+    old_flags = [renamed.get(arg, arg) for arg in FLAGS]
+    seen: list[CollectRequest] = []
+    monkeypatch.setattr(collect_cmd, "_run", lambda request, *_: (
+        seen.append(request), CollectSummary(dataset=request.out))[1])
+    result = CliRunner().invoke(main, ["collect", "--program", "resnet18", "--out",
+                                       str(tmp_path), *old_flags])
+    assert result.exit_code == 0, result.output
+    assert seen[0].items == new.items
+    for old, current in OLD_SPELLINGS.items():
+        assert f"{old} is deprecated" in result.output and current in result.output
+    help_text = CliRunner().invoke(main, ["collect", "--help"]).output
+    for old in OLD_SPELLINGS:  # old spellings work but are not shown
+        assert re.search(rf"^ +{old} ", help_text, re.MULTILINE) is None, old
+
+
+def test_a_flag_and_its_old_spelling_together_are_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["collect", "--program", "resnet18", "--copies", "2",
+                                       "--loaded-copies", "3"])
+    assert result.exit_code == 2
+    assert "--loaded-copies or its old spelling --copies" in result.output
+
+
+def test_plan_keys_spelled_like_the_old_or_the_new_flag_build_the_same_item() -> None:
+    old = request_from_plan({"items": [{"hlo": "a.hlo", "copies": 3, "timing": "fixed",
+                                        "repeats": 4, "batch": 2}]})
+    new = request_from_plan({"defaults": {"engine": "fixed"},
+                             "items": [{"hlo": "a.hlo", "loaded_copies": 3, "fixed_rounds": 4,
+                                        "batch_size": 2}]})
+    assert old.items == new.items
+    [item] = new.items
+    assert item.options is not None
+    assert (item.options.copies, item.options.repeats, item.options.timing) == (3, 4, "fixed")
+    with pytest.raises(PlanError, match=r"items\[0\]: 'copies' is given twice"):
+        request_from_plan({"items": [{"hlo": "a.hlo", "copies": 3, "loaded_copies": 3}]})
 
 
 def test_a_bad_plan_value_names_the_item_and_the_key() -> None:

@@ -3,6 +3,9 @@ autotuning off for layout configs, tolerances that fit the precision."""
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 import pytest
 
 from tpugraphs_tools.hlo import parse_hlo_text
@@ -27,16 +30,24 @@ ENTRY e {
 """
 
 
+MEMORY_VARS = ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+               "XLA_PYTHON_CLIENT_ALLOCATOR")
+
+
+def worker_memory_env(conn: Any) -> None:
+    """Worker body that sends back the memory variables it inherited."""
+    conn.send({v: os.environ.get(v) for v in MEMORY_VARS})
+
+
 @pytest.fixture
 def clean_env(monkeypatch):
-    for var in ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
-                "XLA_PYTHON_CLIENT_ALLOCATOR"):
+    for var in MEMORY_VARS:
         monkeypatch.delenv(var, raising=False)
     return monkeypatch
 
 
 def test_workers_inherit_on_demand_allocation(clean_env):
-    worker = WorkerProcess(E.worker_memory_env)
+    worker = WorkerProcess(worker_memory_env)
     try:
         assert worker.conn.poll(60)
         seen = worker.conn.recv()
@@ -48,8 +59,6 @@ def test_workers_inherit_on_demand_allocation(clean_env):
 def test_users_memory_setting_wins(clean_env):
     clean_env.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", ".2")
     assert E.share_device_memory() == {}
-    import os
-
     assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ
 
 

@@ -1,4 +1,4 @@
-"""How the measurement worker loads, warms up and feeds copies: shuffled, fewer when memory
+"""How the paired engine loads, warms up and feeds copies: shuffled, fewer when memory
 runs out, and each copy on its own argument set."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tpugraphs_tools.measure import workers
+from tpugraphs_tools.measure.engines import paired as engine
 
 
 class FakeLoader:
@@ -28,9 +28,9 @@ class FakeLoader:
 def test_every_group_holds_one_copy_of_each_program_in_a_shuffled_order(
         monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeLoader()
-    monkeypatch.setattr(workers.X, "deserialize_executable", fake)
+    monkeypatch.setattr(engine.X, "deserialize_executable", fake)
     loaded: list[list[Any]] = [["checked"], ["checked"], []]
-    defaults = workers.load_copies(b"D", [b"a", b"b", b"c"], loaded, 8, device=None)
+    defaults = engine.load_copies(b"D", [b"a", b"b", b"c"], loaded, 8, device=None)
     assert len(defaults) == 8 and all(len(c) == 8 for c in loaded)
     assert all(e[0] == b"D" for e in defaults) and {e[0] for e in loaded[1]} == {b"b"}
     groups = [fake.calls[4 * j:4 * j + 4] for j in range(8)]
@@ -44,15 +44,15 @@ def test_copies_are_capped_to_fit_half_the_memory_mappings(
     """A process past vm.max_map_count dies inside LLVM: the first group's mappings decide how
     many groups fit, and every program gets the same number of copies."""
     fake = FakeLoader()
-    monkeypatch.setattr(workers.X, "deserialize_executable", fake)
-    monkeypatch.setattr(workers, "_max_maps", lambda: 10_000)
-    monkeypatch.setattr(workers, "_maps_in_use", lambda: 1_000 + 300 * len(fake.calls))
+    monkeypatch.setattr(engine.X, "deserialize_executable", fake)
+    monkeypatch.setattr(engine, "_max_maps", lambda: 10_000)
+    monkeypatch.setattr(engine, "_maps_in_use", lambda: 1_000 + 300 * len(fake.calls))
     loaded: list[list[Any]] = [[], []]
-    defaults = workers.load_copies(b"D", [b"a", b"b"], loaded, 8, device=None)
+    defaults = engine.load_copies(b"D", [b"a", b"b"], loaded, 8, device=None)
     # One group costs 900 mappings; half the limit (5,000) holds 1 + (5,000 - 1,900) // 900.
     assert len(defaults) == 4 and all(len(c) == 4 for c in loaded)
-    monkeypatch.setattr(workers, "_maps_in_use", lambda: None)   # unknown: as asked
-    assert len(workers.load_copies(b"D", [b"a"], [[]], 8, device=None)) == 8
+    monkeypatch.setattr(engine, "_maps_in_use", lambda: None)   # unknown: as asked
+    assert len(engine.load_copies(b"D", [b"a"], [[]], 8, device=None)) == 8
 
 
 def test_warm_up_runs_every_copy_each_pass_and_the_default_not_first() -> None:
@@ -62,7 +62,7 @@ def test_warm_up_runs_every_copy_each_pass_and_the_default_not_first() -> None:
     names = [f"default{j}" for j in range(3)] + [f"{p}{j}" for p in ("c", "control")
                                                   for j in range(3)]
     runs = [lambda n=n: ran.append(n) for n in names]
-    workers.warm_up_shuffled(runs, 4, random.Random(5))
+    engine.warm_up_shuffled(runs, 4, random.Random(5))
     passes = [ran[k * len(names):(k + 1) * len(names)] for k in range(4)]
     assert all(sorted(p) == sorted(names) for p in passes)
     assert len({tuple(p) for p in passes}) == 4
@@ -76,8 +76,8 @@ def test_copy_j_of_every_program_runs_on_argument_set_j() -> None:
     def run(exe: str, args: list[str]) -> None:
         calls.append((exe, sets.index(args)))
 
-    for runner in [*workers.bind_copies(["d0", "d1", "d2", "d3"], sets, run),
-                   *workers.bind_copies(["c0", "c1", "c2", "c3"], sets, run)]:
+    for runner in [*engine.bind_copies(["d0", "d1", "d2", "d3"], sets, run),
+                   *engine.bind_copies(["c0", "c1", "c2", "c3"], sets, run)]:
         runner()
     assert calls == [("d0", 0), ("d1", 1), ("d2", 2), ("d3", 0),
                      ("c0", 0), ("c1", 1), ("c2", 2), ("c3", 0)]
@@ -92,7 +92,7 @@ def test_copy_j_of_every_program_runs_on_argument_set_j() -> None:
 ])
 def test_argument_sets_are_capped_by_their_memory(count: int, set_bytes: int, budget: int,
                                                   want: int) -> None:
-    assert workers.input_sets_that_fit(count, set_bytes, budget) == want
+    assert engine.input_sets_that_fit(count, set_bytes, budget) == want
 
 
 def test_argument_set_size_counts_every_parameter() -> None:

@@ -13,12 +13,21 @@ from tpugraphs_tools.measure.paired import (
     MAX_SECONDS,
     PRECISION,
     SEPARATED,
+    PairedBatch,
     Placement,
     StopRule,
-    ratio_of,
     time_paired,
-    trimmed_ci,
+    trimmed_stats,
 )
+
+
+def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
+    """(trimmed mean, low, high) from ``trimmed_stats``: the CI from the rounds alone."""
+    from scipy import stats
+
+    center, se, df = trimmed_stats(values)
+    t = float(stats.t.ppf(0.5 + confidence / 2, df)) if df else math.inf
+    return center, center - t * se, center + t * se
 
 
 def fake_sampler(ratios: list[float], noise: float, seed: int = 0, base_ns: float = 1e6,
@@ -44,25 +53,30 @@ def fake_sampler(ratios: list[float], noise: float, seed: int = 0, base_ns: floa
     return sample, calls
 
 
-def test_trimmed_ci_matches_t_interval_without_trimming_and_covers_truth():
+def test_trimmed_stats_without_trimming_are_the_mean_and_its_standard_error():
     x = np.random.default_rng(1).normal(0.3, 0.05, 40)
-    center, low, high = trimmed_ci(x, trim=0.0)
-    from scipy import stats
-
-    t = stats.t.ppf(0.975, 39) * x.std(ddof=1) / math.sqrt(40)
+    center, se, df = trimmed_stats(x, trim=0.0)
     assert center == pytest.approx(x.mean())
-    assert (low, high) == pytest.approx((x.mean() - t, x.mean() + t))
-    # Too few values: no interval is claimed.
-    assert trimmed_ci([0.1, 0.2])[1:] == (-math.inf, math.inf)
+    assert se == pytest.approx(x.std(ddof=1) / math.sqrt(40))
+    assert df == 39
+    # Too few values: no standard error is claimed.
+    assert trimmed_stats([0.1, 0.2])[1:] == (math.inf, 0)
+
+
+def test_a_batch_ratio_from_too_few_rounds_claims_no_interval():
+    batch = PairedBatch(log_ratios=[[0.1, 0.2]], copy_of=[[0, 0]])
+    r = batch.ratio(0)
+    assert (r.low, r.high, r.rounds) == (0.0, math.inf, 2)
 
 
 @pytest.mark.parametrize("true", [0.8, 1.0, 1.07, 1.5])
 def test_ratio_ci_covers_known_ratio_about_95_percent(true):
+    """The label's CI (``PairedBatch.ratio``, one copy: no placement term) covers the truth."""
     rng = np.random.default_rng(int(true * 100))
     covered = 0
     for _ in range(400):
         logs = np.log(true) + rng.normal(0, 0.04, 20)
-        r = ratio_of(list(logs))
+        r = PairedBatch(log_ratios=[list(logs)], copy_of=[[0] * 20]).ratio(0)
         covered += r.low <= true <= r.high
         assert r.low <= r.ratio <= r.high
     assert 0.91 <= covered / 400 <= 0.99
@@ -203,7 +217,7 @@ def test_placement_spread_between_loaded_copies_enters_the_ci():
         for i in range(4):
             r = batch.ratio(i)
             held += r.low <= 1.0 <= r.high
-            _, low, high = trimmed_ci(batch.log_ratios[i])
+            _, low, high = t_interval(batch.log_ratios[i])
             naive_held += low <= 0.0 <= high
             total += 1
     assert held / total >= 0.9
@@ -226,7 +240,7 @@ def test_the_default_is_sampled_once_a_round_because_trimming_needs_symmetry():
 
     bias = {}
     for m in (1, 4):
-        centers = [trimmed_ci(samples((200,)) - samples((200, m)).mean(axis=1))[0]
+        centers = [trimmed_stats(samples((200,)) - samples((200, m)).mean(axis=1))[0]
                    for _ in range(200)]
         bias[m] = float(np.mean(centers))
     assert abs(bias[1]) < 0.002

@@ -27,16 +27,23 @@ _COLUMNS = {
 
 @click.command("baseline")
 @data_argument
-@click.option("--epochs", type=click.IntRange(min=0), default=20, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--model", type=click.Choice(["sage", "gcn"]), default="sage", show_default=True)
-@click.option("--hidden", type=click.IntRange(min=4), default=64, show_default=True)
-@click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=0), default=20, show_default=True,
+              help="Training epochs.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed for initialisation, sampling and the split.")
+@click.option("--model", type=click.Choice(["sage", "gcn"]), default="sage", show_default=True,
+              help="Graph layer: GraphSAGE or GCN.")
+@click.option("--hidden", type=click.IntRange(min=4), default=64, show_default=True,
+              help="Hidden width of every layer.")
+@click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Graph layers.")
 @click.option("--loss", type=click.Choice(["listmle", "hinge"]), default="listmle",
               show_default=True, help="ListMLE or pairwise hinge (margin 0.1).")
-@click.option("--lr", type=float, default=1e-3, show_default=True)
-@click.option("--configs-per-graph", type=click.IntRange(min=2), default=16, show_default=True)
-@click.option("--batch-graphs", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--lr", type=float, default=1e-3, show_default=True, help="Learning rate.")
+@click.option("--configs-per-graph", type=click.IntRange(min=2), default=16, show_default=True,
+              help="Configs of a graph ranked together in one training step.")
+@click.option("--batch-graphs", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Graphs per training batch.")
 @click.option("--max-configs", type=click.IntRange(min=2), default=1000, show_default=True,
               help="Seeded subsample of configs per graph beyond this.")
 @click.option("--lazy-configs/--in-memory-configs", default=True, show_default=True,
@@ -51,7 +58,8 @@ _COLUMNS = {
               help="GST segment size when no --partition is given.")
 @click.option("--partition", default=None,
               help="Use a stored partition (e.g. metis-64 from `tgt partition`) for GST.")
-@click.option("--backprop-segments", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--backprop-segments", type=click.IntRange(min=1), default=1, show_default=True,
+              help="GST: segments of a graph sampled for backpropagation per step.")
 @click.option("--keep-prob", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
               help="GST stale-embedding dropout: probability to keep a historical embedding.")
 @click.option("--finetune-epochs", type=click.IntRange(min=0), default=0, show_default=True,
@@ -61,7 +69,8 @@ _COLUMNS = {
               help="Node layout columns as −1-padded categories sharing the config embedding.")
 @click.option("--hlo-features", is_flag=True,
               help="Extra node features recomputed from the stored HLO (separate array).")
-@click.option("--cross-config-attention", is_flag=True)
+@click.option("--cross-config-attention", is_flag=True,
+              help="Let the configs of a graph attend to each other before scoring.")
 @click.option("--collection", default=None, help="Only this collection (default: each).")
 @click.option("--holdout", type=click.Choice(["auto", "programs", "configs"]), default="auto",
               show_default=True, help="What is held out: unseen programs, unseen configs of "

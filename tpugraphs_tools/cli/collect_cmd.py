@@ -8,92 +8,54 @@ import click
 from rich.table import Table
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, print_pairs_apart, terminal
+from tpugraphs_tools.cli._options import (
+    SectionedCommand,
+    deprecated_alias,
+    measure_options,
+    option,
+    resolve_deprecated,
+)
 from tpugraphs_tools.format import KINDS
 
+INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
 
-@click.command("collect")
-@click.option("--program", "programs", multiple=True,
-              help="Zoo program (see `tgt programs`) or user 'module:make_fn'. Repeatable.")
-@click.option("--hlo", "hlo_files", multiple=True, type=click.Path(dir_okay=False),
-              help="HLO text (.hlo/.txt) or HloModuleProto (.pb) file. Repeatable.")
-@click.option("--plan", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="YAML/JSON plan: programs × arguments × configs (docs/collect.md).")
-@click.option("--status", "status_of", type=click.Path(file_okay=False), default=None,
-              help="Show the progress of a (partial) collection in this dataset and exit.")
-@click.option("--out", default=None, type=click.Path(file_okay=False),
-              help=f"Dataset directory, created or extended [default: {DEFAULT_DATA}].")
-@click.option("--batch", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option("--image-size", type=click.IntRange(min=8), default=None,
-              help="Image side for vision programs (default: the preset's).")
-@click.option("--seq-len", type=click.IntRange(min=1), default=None,
-              help="Sequence length for sequence programs (default: the preset's).")
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32",
-              show_default=True)
-@click.option("--preset", default="base", show_default=True, help="Program size preset.")
-@click.option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
-              help="Forward pass or full training step.")
-@click.option("--backend", default=None, help="jax backend (default: jax's default).")
-@click.option("--collection", type=click.Choice([k.value for k in KINDS]), default="layout",
-              show_default=True, help="layout: whole programs × layout configs; tile: every "
-              "kernel of the optimized program × the backend's kernel configs.")
-@click.option("--configs", default=20, show_default=True, type=click.IntRange(min=0),
-              help="Configs per graph (tile: measured configs per kernel), default config "
-                   "included (0 = graphs only, layout).")
-@click.option("--max-kernels", type=click.IntRange(min=1), default=None,
-              help="Tile collection: keep at most this many distinct kernels per program.")
-@click.option("--strategy", type=click.Choice(["default", "random"]), default="default",
-              show_default=True, help="default: perturbations of the compiler's choice; "
-              "random: every configurable tensor gets a random layout.")
-@click.option("--seed", default=0, show_default=True, help="Seed for configs and inputs.")
-@click.option("--repeats", default=10, show_default=True, type=click.IntRange(min=1),
-              help="Tile collection and --timing fixed: timed rounds per config.")
-@click.option("--timing", "timing", type=click.Choice(["paired", "fixed"]),
-              default="paired", show_default=True,
-              help="Layout labels. paired: rounds time the default and each config once, ratio "
-                   "CIs, rounds added until sure, an A/A control per batch; fixed: the old "
-                   "engine (--repeats rounds, shared default minimum), for comparisons.")
-@click.option("--min-sample-ms", default=1.0, show_default=True,
-              type=click.FloatRange(min=0.0),
-              help="Each timed sample repeats the program until it lasts this long.")
-@click.option("--target-precision", default=0.007, show_default=True,
-              type=click.FloatRange(min=0.0),
-              help="Stop timing a config once its 95%% CI half-width is within this "
-                   "fraction of its ratio (or its CI separates it from the default and its "
-                   "rank neighbours).")
-@click.option("--rank-precision", default=None, type=click.FloatRange(min=0.0),
-              help="A config that met --target-precision but whose CI still overlaps a "
-                   "rank neighbour's (or holds the default's 1.0) goes on to this half-width "
-                   "(or a cap): time goes where ranks are uncertain. Default: off.")
-@click.option("--max-rounds", default=6000, show_default=True, type=click.IntRange(min=3),
-              help="Cap on paired rounds per config.")
-@click.option("--max-seconds-per-config", default=10.0, show_default=True,
-              type=click.FloatRange(min=0.0), help="Cap on timed seconds per config.")
-@click.option("--copies", default=16, show_default=True, type=click.IntRange(min=1),
-              help="Loaded copies of the default and of each config, rotated over rounds: "
-                   "identical programs loaded twice run at slightly different speeds "
-                   "(code/buffer placement), and the copies' spread enters every CI.")
-@click.option("--measure-processes", default=4, show_default=True, type=click.IntRange(min=1),
-              help="Paired: measurement processes every batch is timed in, one after the "
-                   "other. What the copies in one process share (buffer placement, load "
-                   "order) differs between processes: labels average them and their CIs "
-                   "include the spread. The precision target, caps and copies are shared out.")
-@click.option("--warmup", default=2, show_default=True, type=click.IntRange(min=0))
-@click.option("--timeout", "timeout", default=120.0, show_default=True,
-              help="Seconds per config (compile, or run) before the worker is killed.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Compile worker processes running ahead of the measurement worker.")
-@click.option("--timing-batch", default=16, show_default=True, type=click.IntRange(min=1),
-              help="Configs loaded and timed together in one window (paired: a graph with "
-                   "at most this many configs is ranked within one window; more configs make "
-                   "several windows, re-timed across each other).")
-@click.option("--isolation", type=click.Choice(["auto", "pin", "pause", "none"]),
-              default="auto", show_default=True,
-              help="Keep compilation off the timed runs: pin = measurement on the first CPU, "
-                   "compilation on the others; pause = measurement on all CPUs, compile "
-                   "workers stopped during timed rounds; auto = pin with >= 4 CPUs, else pause.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
-              show_default=True, help="Run items in this process or on a Ray cluster.")
-@click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
+
+@click.command("collect", cls=SectionedCommand)
+@option("--program", "programs", multiple=True, section=INPUT,
+        help="Zoo program (see `tgt programs`) or user 'module:make_fn'. Repeatable.")
+@option("--hlo", "hlo_files", multiple=True, type=click.Path(dir_okay=False), section=INPUT,
+        help="HLO text (.hlo/.txt) or HloModuleProto (.pb) file. Repeatable.")
+@option("--plan", type=click.Path(dir_okay=False, exists=True), default=None, section=INPUT,
+        help="YAML/JSON plan: programs × arguments × configs (docs/collect.md).")
+@option("--status", "status_of", type=click.Path(file_okay=False), default=None,
+        section=INPUT,
+        help="Show the progress of a (partial) collection in this dataset and exit.")
+@option("--out", default=None, type=click.Path(file_okay=False), section=INPUT,
+        help=f"Dataset directory, created or extended [default: {DEFAULT_DATA}].")
+@option("--collection", type=click.Choice([k.value for k in KINDS]), default="layout",
+        show_default=True, section=INPUT,
+        help="layout: whole programs × layout configs; tile: every kernel of the optimized "
+             "program × the backend's kernel configs.")
+@option("--batch-size", "batch", default=1, show_default=True, type=click.IntRange(min=1),
+        section=PROGRAM, help="The program's input batch size (not --timing-batch).")
+@deprecated_alias("--batch", "batch", click.IntRange(min=1))
+@option("--image-size", type=click.IntRange(min=8), default=None, section=PROGRAM,
+        help="Image side for vision programs (default: the preset's).")
+@option("--seq-len", type=click.IntRange(min=1), default=None, section=PROGRAM,
+        help="Sequence length for sequence programs (default: the preset's).")
+@option("--dtype", type=click.Choice(["float32", "bfloat16"]), default="float32",
+        show_default=True, section=PROGRAM,
+        help="Floating-point type of the program's parameters and inputs.")
+@option("--preset", default="base", show_default=True, section=PROGRAM,
+        help="Program size preset.")
+@option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
+        section=PROGRAM, help="Forward pass or full training step.")
+@measure_options
+@option("--backend", default=None, section=RUN, help="jax backend (default: jax's default).")
+@option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+        section=RUN, help="Run items in this process or on a Ray cluster.")
+@option("--address", default=None, section=RUN,
+        help="Ray cluster address (with --executor ray).")
 @handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
             status_of: str | None, out: str | None, backend: str | None, executor: str,
@@ -107,7 +69,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     \b
     Examples:
       tgt collect --program resnet50
-      tgt collect --program resnet50 --batch 1 --image-size 112 --configs 100 --seed 0 --out d/
+      tgt collect --program resnet50 --batch-size 1 --image-size 112 --configs 100 --seed 0 --out d/
       tgt collect --program resnet50 --configs 0          # graphs only
       tgt collect --hlo dump/module_0001.jit_f.before_optimizations.txt
       tgt collect --collection tile --program resnet18 --configs 8
@@ -116,6 +78,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     """
     from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
 
+    terminal.warnings(resolve_deprecated(click.get_current_context(), options))
     if status_of is not None:
         _print_status(status_of)
         return

@@ -10,7 +10,9 @@
 Every item takes program arguments (batch, image_size, seq_len, dtype, preset, mode),
 ``collection`` (layout | tile) and the measurement options of
 :class:`~tpugraphs_tools.measure.options.MeasureOptions` under their field names (the same
-names as the ``tgt collect`` flags); ``defaults`` applies to all items, an item's own keys win.
+names as the ``tgt collect`` flags; where a flag was renamed, e.g. ``--loaded-copies``, both
+``copies`` and ``loaded_copies`` work); ``defaults`` applies to all items, an item's own keys
+win.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from typing import Any
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest
 from tpugraphs_tools.errors import PlanError as PlanError
 from tpugraphs_tools.format import KINDS
+from tpugraphs_tools.measure import OPTION_KEY_ALIASES, MeasureOptions
 from tpugraphs_tools.measure import OPTION_KEYS as MEASURE_KEYS
-from tpugraphs_tools.measure import MeasureOptions
 
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *MEASURE_KEYS}
+# Keys spelled like a renamed ``tgt collect`` flag -> the key they stand for (both work).
+KEY_ALIASES = {"batch_size": "batch", **OPTION_KEY_ALIASES}
 
 
 def make_item(values: Mapping[str, Any], *, program: str | None = None, hlo: str | None = None,
@@ -74,13 +78,14 @@ def request_from_plan(plan: dict[str, Any], source: str = "plan",
     unknown = set(plan) - {"out", "backend", "defaults", "items"}
     if unknown:
         raise PlanError(f"{source}: unknown top-level keys {sorted(unknown)}")
-    defaults = plan.get("defaults") or {}
+    defaults = _canonical(plan.get("defaults") or {}, f"{source}: defaults")
     _check_keys(defaults, f"{source}: defaults", allow_source=False)
     items = []
     for i, raw in enumerate(plan["items"]):
         where = f"{source}: items[{i}]"
         if not isinstance(raw, dict):
             raise PlanError(f"{where}: expected a mapping")
+        raw = _canonical(raw, where)
         _check_keys(raw, where, allow_source=True)
         merged = {**defaults, **raw}
         if ("program" in raw) == ("hlo" in raw):
@@ -89,6 +94,21 @@ def request_from_plan(plan: dict[str, Any], source: str = "plan",
                                where=where))
     return CollectRequest(items=items, out=out or plan.get("out") or "data/",
                           backend=plan.get("backend"))
+
+
+def _canonical(mapping: Any, where: str) -> Any:
+    """``mapping`` with flag-spelled keys (``loaded_copies``) under the key they stand for
+    (``copies``); a key given both ways is an error."""
+    if not isinstance(mapping, dict):
+        return mapping
+    out = {}
+    for key, value in mapping.items():
+        name = KEY_ALIASES.get(key, key)
+        if name in out:
+            raise PlanError(f"{where}: {name!r} is given twice (as {name!r} and as its flag "
+                            f"spelling {next(k for k, v in KEY_ALIASES.items() if v == name)!r})")
+        out[name] = value
+    return out
 
 
 def _check_keys(mapping: dict[str, Any], where: str, allow_source: bool) -> None:

@@ -7,8 +7,18 @@ from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
 from tpugraphs_tools.measure.compile import compile_hlo_source
 from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure.options import GROUPS as OPTION_GROUPS
+from tpugraphs_tools.measure.options import KEY_ALIASES as OPTION_KEY_ALIASES
 from tpugraphs_tools.measure.options import KEYS as OPTION_KEYS
-from tpugraphs_tools.measure.options import MeasureOptions, kernel_session, layout_session
+from tpugraphs_tools.measure.options import (
+    OPTION_INFO,
+    MeasureOptions,
+    OptionInfo,
+    kernel_session,
+    layout_session,
+    option_default,
+    option_kind,
+)
 from tpugraphs_tools.measure.paired import TRIM
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.realized import honoured_json, options_key
@@ -27,9 +37,37 @@ from tpugraphs_tools.measure.worker import (
 )
 
 __all__ = [
-    "COMPILE_ERROR", "CONTROL", "DUPLICATE", "NOOP", "OK", "OPTION_KEYS", "REPEAT", "TRIM",
-    "ConfigResult", "Job", "MeasureOptions", "PipelineOptions", "PipelinedMeasurer", "SessionSpec",
-    "Timing", "WorkerError", "apply_layout_config", "compile_hlo_source", "constraint_slots",
-    "device_env", "honoured_json", "kernel_session", "layout_session", "options_key",
-    "share_device_memory", "time_alone", "time_batch",
+    "COMPILE_ERROR",
+    "CONTROL",
+    "DUPLICATE",
+    "NOOP",
+    "OK",
+    "OPTION_GROUPS",
+    "OPTION_INFO",
+    "OPTION_KEYS",
+    "OPTION_KEY_ALIASES",
+    "REPEAT",
+    "TRIM",
+    "ConfigResult",
+    "Job",
+    "MeasureOptions",
+    "OptionInfo",
+    "PipelineOptions",
+    "PipelinedMeasurer",
+    "SessionSpec",
+    "Timing",
+    "WorkerError",
+    "apply_layout_config",
+    "compile_hlo_source",
+    "constraint_slots",
+    "device_env",
+    "honoured_json",
+    "kernel_session",
+    "layout_session",
+    "option_default",
+    "option_kind",
+    "options_key",
+    "share_device_memory",
+    "time_alone",
+    "time_batch",
 ]

@@ -81,8 +81,3 @@ def default_rtol(platform: str, module: Module) -> float:
 def resolve_rtol(rtol: float | None, platform: str, module: Module) -> float:
     """An explicit ``rtol`` wins; ``None`` means :func:`default_rtol`."""
     return default_rtol(platform, module) if rtol is None else rtol
-
-
-def worker_memory_env(conn: Any) -> None:
-    """Worker body that sends back the memory variables it inherited (tests, bench/gpu)."""
-    conn.send({v: os.environ.get(v) for v in _MEMORY_VARS})

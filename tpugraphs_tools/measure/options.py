@@ -10,91 +10,140 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from tpugraphs_tools.configs import STRATEGIES
+from tpugraphs_tools.measure.engines import traits_of
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.pipeline import PipelineOptions
 from tpugraphs_tools.measure.processes import ISOLATIONS
 from tpugraphs_tools.measure.worker import ENGINES, SessionSpec
 
-STRATEGIES = ("default", "random")
+# Sections of ``tgt collect --help`` (OptionInfo.group), in this order.
+CONFIGS, MEASUREMENT, EXPERT = "Configs", "Measurement", "Timing (expert)"
+GROUPS = (CONFIGS, MEASUREMENT, EXPERT)
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    """How a :class:`MeasureOptions` field is set and checked: the one place its plan key,
+    CLI flag, help, range and choices are written (``tgt collect`` generates its flags from
+    it)."""
+
+    help: str
+    group: str = MEASUREMENT
+    minimum: float | None = None            # inclusive; None: any value
+    choices: tuple[str, ...] = ()
+    kind: type | None = None                # int or float where the default is None
+    flag: str | None = None                 # the CLI spelling; None: ``--field-name``
+    deprecated_flags: tuple[str, ...] = ()  # old spellings, still accepted for one release
+
+    def flag_of(self, name: str) -> str:
+        return self.flag or "--" + name.replace("_", "-")
+
+    def key_of(self, name: str) -> str:
+        """The plan key spelled like the flag (``--loaded-copies`` ↔ ``loaded_copies``); the
+        field name stays a plan key too (plans written before a flag was renamed)."""
+        return self.flag_of(name)[2:].replace("-", "_")
+
+
+def _option(default: Any, help: str, **info: Any) -> Any:
+    return field(default=default, metadata={"option": OptionInfo(help, **info)})
 
 
 @dataclass(frozen=True)
 class MeasureOptions:
-    """How one item is measured. Field = plan key = CLI flag (``timing_batch`` ↔
-    ``--timing-batch``); the table in docs/collect.md lists them all.
+    """How one item is measured. Field = plan key; the CLI flag is ``OptionInfo.flag_of``
+    (``timing_batch`` ↔ ``--timing-batch``; a renamed flag's spelling is a plan key too,
+    :data:`KEY_ALIASES`); the table in docs/collect.md lists them all.
+    Each field's metadata (:class:`OptionInfo`) holds its help, range and choices.
 
-    Fields:
-        configs: configs per graph, the default included (0 = graph only); tile: measured
-            configs per kernel (at least 2).
-        strategy: ``default`` (perturbations of the compiler's choice) or ``random``.
-        seed: seed of the generated configs and of the program inputs.
-        warmup: untimed runs before timing.
-        repeats: timed rounds per config (tile collection and ``timing="fixed"``).
-        timeout: seconds per config (compile, or run) before its worker is killed.
-        workers: compile worker processes running ahead of the measurement worker.
-        timing_batch: configs timed together against one default per round (not the
-            program's input batch, which is ``ProgramArgs.batch``).
-        isolation: how compilation is kept off the timed runs: auto | pin | pause | none.
-        timing: ``paired`` (ratio CIs, adaptive rounds, A/A control) or ``fixed`` (old engine).
-        min_sample_ms: each timed sample repeats the program until it lasts this long.
-        target_precision: a config stops once its 95% CI half-width is this fraction of it.
-        rank_precision: ... unless its CI still overlaps a rank neighbour's (or holds 1.0):
-            then it goes on to this half-width (None: off; on this host it did not pay,
-            docs/timing.md).
-        max_rounds: cap on paired rounds per config.
-        max_seconds_per_config: cap on timed seconds per config.
-        copies: loaded copies of the default and of each config, rotated over rounds (all
-            measurement processes together).
-        measure_processes: measurement processes every batch is timed in, one after the
-            other (paired engine): labels average them and their CIs include the spread
-            between processes; the precision target, the caps and the copies are shared out.
-        max_kernels: tile collection: at most this many distinct kernels per program.
-        backend: jax backend that compiles and times (None: jax's default); the request's.
-        rtol: numerics tolerance × max |default output| (None: fits the module's precision).
-        adaptive: False runs every config to ``max_rounds`` (benchmark reference; no flag).
+    ``backend`` and ``rtol`` are the request's (no plan key here); ``adaptive`` False runs
+    every config to ``max_rounds`` (benchmark reference; no flag).
     """
 
-    configs: int = 20
-    strategy: str = "default"
-    seed: int = 0
-    warmup: int = 2
-    repeats: int = 10
-    timeout: float = 120.0
-    workers: int = 1
-    timing_batch: int = 16
-    isolation: str = "auto"
-    timing: str = "paired"
-    min_sample_ms: float = 1.0
-    target_precision: float = 0.007
-    rank_precision: float | None = None
-    max_rounds: int = 6000
-    max_seconds_per_config: float = 10.0
-    copies: int = 16
-    measure_processes: int = 4
-    max_kernels: int | None = None
+    configs: int = _option(
+        20, "Configs per graph (tile: measured configs per kernel), default config included "
+        "(0 = graphs only, layout).", group=CONFIGS, minimum=0)
+    strategy: str = _option(
+        "default", "default: perturbations of the compiler's choice; random: every "
+        "configurable tensor gets a random layout.", group=CONFIGS, choices=STRATEGIES)
+    seed: int = _option(0, "Seed for configs and inputs.", group=CONFIGS, minimum=None)
+    warmup: int = _option(
+        2, "Untimed runs of each program before timing (paired: passes over every loaded "
+        "copy, at least one).", group=EXPERT, minimum=0)
+    repeats: int = _option(
+        10, "Tile collection and --engine fixed: timed rounds per config.", group=EXPERT,
+        minimum=1, flag="--fixed-rounds", deprecated_flags=("--repeats",))
+    timeout: float = _option(
+        120.0, "Seconds per config (compile, or run) before the worker is killed.")
+    workers: int = _option(
+        1, "Compile worker processes running ahead of the measurement worker.", minimum=1)
+    timing_batch: int = _option(
+        16, "Configs loaded and timed together in one window (paired: a graph with at most "
+        "this many configs is ranked within one window; more configs make several windows, "
+        "re-timed across each other). Not the program's input batch (--batch-size).", minimum=1)
+    isolation: str = _option(
+        "auto", "Keep compilation off the timed runs: pin = measurement on the first CPU, "
+        "compilation on the others; pause = measurement on all CPUs, compile workers stopped "
+        "during timed rounds; auto = pin with >= 4 CPUs, else pause.", choices=ISOLATIONS)
+    timing: str = _option(
+        "paired", "Layout labels. paired: rounds time the default and each config once, ratio "
+        "CIs, rounds added until sure, an A/A control per batch; fixed: the old engine "
+        "(--fixed-rounds rounds, shared default minimum), for comparisons.", choices=ENGINES,
+        flag="--engine", deprecated_flags=("--timing",))
+    min_sample_ms: float = _option(
+        1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
+        minimum=0.0)
+    target_precision: float = _option(
+        StopRule.target_precision, "Stop timing a config once its 95% CI half-width is within "
+        "this fraction of its ratio (or its CI separates it from the default and its rank "
+        "neighbours).", minimum=0.0)
+    rank_precision: float | None = _option(
+        StopRule.rank_precision, "A config that met --target-precision but whose CI still "
+        "overlaps a rank neighbour's (or holds the default's 1.0) goes on to this half-width "
+        "(or a cap): time goes where ranks are uncertain. Default: off.", group=EXPERT,
+        minimum=0.0, kind=float)
+    max_rounds: int = _option(
+        StopRule.max_rounds, "Cap on paired rounds per config.", group=EXPERT, minimum=3)
+    max_seconds_per_config: float = _option(
+        StopRule.max_seconds_per_config, "Cap on timed seconds per config.", group=EXPERT,
+        minimum=0.0)
+    copies: int = _option(
+        16, "Loaded copies of the default and of each config, rotated over rounds: identical "
+        "programs loaded twice run at slightly different speeds (code/buffer placement), and "
+        "the copies' spread enters every CI.", group=EXPERT, minimum=1,
+        flag="--loaded-copies", deprecated_flags=("--copies",))
+    measure_processes: int = _option(
+        4, "Paired: measurement processes every batch is timed in, one after the other. What "
+        "the copies in one process share (buffer placement, load order) differs between "
+        "processes: labels average them and their CIs include the spread. The precision "
+        "target, caps and copies are shared out.", minimum=1)
+    max_kernels: int | None = _option(
+        None, "Tile collection: keep at most this many distinct kernels per program.",
+        group=CONFIGS, minimum=1, kind=int)
     backend: str | None = None
     rtol: float | None = None
     adaptive: bool = True
 
     def __post_init__(self) -> None:
-        for name, low in _MINIMUM.items():
+        for name, info in OPTION_INFO.items():
             value = getattr(self, name)
-            if value is None and name in _OPTIONAL:
+            if value is None and _DEFAULTS[name] is None:
                 continue
-            number = isinstance(_DEFAULTS[name], float) or name in _FLOATS
+            number = _kind(name) is float
             allowed = (int, float) if number else (int,)
+            if info.choices:
+                if value not in info.choices:
+                    raise ValueError(f"{name} must be one of {list(info.choices)}, "
+                                     f"got {value!r}")
+                continue
             if isinstance(value, bool) or not isinstance(value, allowed):
                 raise ValueError(f"{name} must be {'a number' if number else 'an integer'}, "
                                  f"got {value!r}")
-            if low is not None and value < low:
-                raise ValueError(f"{name} must be >= {low}, got {value!r}")
-        for name, choices in _CHOICES.items():
-            if getattr(self, name) not in choices:
-                raise ValueError(f"{name} must be one of {list(choices)}, "
-                                 f"got {getattr(self, name)!r}")
+            if info.minimum is not None and value < info.minimum:
+                raise ValueError(f"{name} must be >= {info.minimum}, got {value!r}")
 
     @classmethod
     def from_keys(cls, values: Mapping[str, Any]) -> MeasureOptions:
@@ -104,11 +153,17 @@ class MeasureOptions:
         return cls(**{k: values[k] for k in KEYS if k in values})
 
     @property
+    def processes(self) -> int:
+        """Measurement processes a batch is timed in: ``measure_processes`` where the engine
+        combines several (paired), else 1."""
+        return self.measure_processes if traits_of(self.timing).replicated else 1
+
+    @property
     def stop(self) -> StopRule:
         """The paired engine's stopping rule for one measurement process: the combined label
         of ``measure_processes`` reaches ``target_precision`` when each reaches √P times it,
         and the round and time caps and the copies are the whole label's."""
-        p = self.measure_processes if self.timing == "paired" else 1
+        p = self.processes
         rounds = max(3, math.ceil(self.max_rounds / p))
         return StopRule(target_precision=self.target_precision * math.sqrt(p),
                         rank_precision=None if self.rank_precision is None else
@@ -119,18 +174,27 @@ class MeasureOptions:
 
 
 _DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}
-# Plan keys and CLI flags (``--timing-batch`` ↔ ``timing_batch``): every field a user sets.
-KEYS = tuple(name for name in _DEFAULTS if name not in ("backend", "rtol", "adaptive"))
-# Checked once, here (the CLI's click ranges say the same): field -> minimum (None: any).
-_MINIMUM: dict[str, float | None] = {
-    "configs": 0, "seed": None, "warmup": 0, "repeats": 1, "timeout": None, "workers": 1,
-    "timing_batch": 1, "min_sample_ms": 0.0, "target_precision": 0.0, "rank_precision": 0.0,
-    "max_rounds": 3,
-    "max_seconds_per_config": 0.0, "copies": 1, "measure_processes": 1, "max_kernels": 1}
-_OPTIONAL = {"max_kernels", "rank_precision"}
-_FLOATS = {"rank_precision"}  # optional fields whose None default does not say the type
-_CHOICES: dict[str, tuple[str, ...]] = {"strategy": STRATEGIES, "isolation": ISOLATIONS,
-                                        "timing": ENGINES}
+# Plan keys and CLI flags: every field a user sets, with how it is shown and checked.
+OPTION_INFO: dict[str, OptionInfo] = {f.name: f.metadata["option"]
+                                      for f in fields(MeasureOptions) if "option" in f.metadata}
+KEYS = tuple(OPTION_INFO)
+# Plan keys spelled like a renamed flag -> the field (the field name is a key as well).
+KEY_ALIASES = {info.key_of(name): name for name, info in OPTION_INFO.items()
+               if info.key_of(name) != name}
+
+
+def _kind(name: str) -> type:
+    """int or float: the field's value type (``OptionInfo.kind`` where the default is None)."""
+    kind = OPTION_INFO[name].kind
+    return kind if kind is not None else type(_DEFAULTS[name])
+
+
+def option_default(name: str) -> Any:
+    return _DEFAULTS[name]
+
+
+def option_kind(name: str) -> type:
+    return _kind(name)
 
 
 def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:
@@ -147,7 +211,7 @@ def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options
                        warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
                        options=compile_options, engine=opts.timing,
                        min_sample_ms=opts.min_sample_ms, stop=opts.stop, adaptive=opts.adaptive,
-                       processes=opts.measure_processes if opts.timing == "paired" else 1)
+                       processes=opts.processes)
     return spec, pipeline_options(opts, isolation)
 
 

@@ -32,6 +32,10 @@ TRIM = 0.2
 PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
     "precision", "separated", "max_rounds", "max_seconds", "batch_done", "placement_floor")
 FIXED = "fixed_rounds"
+# A copy's mean log-ratio is trusted from this many rounds on: below it the spread between
+# copies makes a wild estimate (copy_spread), so the placement floor waits for every copy to
+# have been timed this often.
+MIN_ROUNDS_PER_COPY = 5
 
 
 @dataclass(frozen=True)
@@ -109,22 +113,6 @@ def trimmed_stats(values: Sequence[float], trim: float = TRIM) -> tuple[float, f
     return center, math.sqrt((n - 1) * sw2 / (h * (h - 1))), h - 1
 
 
-def trimmed_ci(values: Sequence[float], confidence: float = 0.95,
-               trim: float = TRIM) -> tuple[float, float, float]:
-    """(trimmed mean, low, high) of ``values``: Yuen's trimmed t interval."""
-    center, se, df = trimmed_stats(values, trim)
-    if not df:
-        return center, -math.inf, math.inf
-    t = float(stats.t.ppf(0.5 + confidence / 2, df))
-    return center, center - t * se, center + t * se
-
-
-def ratio_of(log_ratios: Sequence[float], confidence: float = 0.95) -> Ratio:
-    center, low, high = trimmed_ci(log_ratios, confidence)
-    return Ratio(math.exp(center), math.exp(low) if low > -math.inf else 0.0,
-                 math.exp(high) if high < math.inf else math.inf, len(log_ratios))
-
-
 @dataclass
 class Placement:
     """Pooled between-copy variance of log-ratios (placement effects), kept across batches."""
@@ -138,11 +126,11 @@ class Placement:
 
 def copy_spread(log_ratios: Sequence[float], copies: Sequence[int]) -> tuple[float, float] | None:
     """(variance of the per-copy means, mean squared se of a copy mean) of one item, or None
-    with fewer than two copies of ≥ 5 rounds each (fewer make a wild estimate)."""
+    with fewer than two copies of ≥ ``MIN_ROUNDS_PER_COPY`` rounds each."""
     groups: dict[int, list[float]] = {}
     for value, copy in zip(log_ratios, copies, strict=True):
         groups.setdefault(copy, []).append(value)
-    stats_ = [trimmed_stats(g) for g in groups.values() if len(g) >= 5]
+    stats_ = [trimmed_stats(g) for g in groups.values() if len(g) >= MIN_ROUNDS_PER_COPY]
     if len(stats_) < 2:
         return None
     means = [m for m, _, _ in stats_]
@@ -280,7 +268,8 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
             reason = PRECISION
         elif look and i not in controls and _neighbours_clear(i, strict, context, controls):
             reason = SEPARATED
-        elif look and batch.rounds >= 5 * rule.copies and _floor_reached(batch, i, rule):
+        elif (look and batch.rounds >= MIN_ROUNDS_PER_COPY * rule.copies
+              and _floor_reached(batch, i, rule)):
             reason = PLACEMENT_FLOOR
         elif batch.rounds >= rule.max_rounds:
             reason = MAX_ROUNDS

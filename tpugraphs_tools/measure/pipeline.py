@@ -21,11 +21,12 @@ from __future__ import annotations
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 
 from tpugraphs_tools.measure import workers as W
+from tpugraphs_tools.measure.engines import traits_of
 from tpugraphs_tools.measure.processes import (
     WorkerProcess,
     resolve_isolation,
@@ -50,7 +51,15 @@ from tpugraphs_tools.measure.worker import (
 
 OnResult = Callable[[ConfigResult], None]
 
-REPEATS_PER_BATCH = 2  # paired engine: earlier configs re-timed per batch (between-window SD)
+# A measurement worker starts by importing jax, compiling the default config and running it
+# (fixed engine: timing it alone too): two config timeouts, plus a minute for the start.
+READY_TIMEOUTS, READY_START_S = 2, 60.0
+# Configs timed ok kept to be timed again (``repeat`` rows): the latest few only, as their
+# serialized executables are big.
+REPEAT_POOL = 8
+# A timed item's budget is its own samples plus its share of the default's: at most twice
+# ``max_seconds_per_config`` (measure/paired.py charges the default's sample to the round).
+BUDGET_SHARES = 2
 
 
 @dataclass
@@ -70,6 +79,28 @@ class _Compiling:
     started: float
 
 
+@dataclass
+class _RunState:
+    """What one ``PipelinedMeasurer.run`` tracks between the steps of its event loop."""
+
+    todo: deque[Job]
+    compiling: dict[int, _Compiling] = field(default_factory=dict)  # compiler slot -> job
+    compiled: deque[Compiled] = field(default_factory=deque)  # waiting to be timed
+    singles: deque[Compiled] = field(default_factory=deque)   # retried alone after a crash
+    batch: list[Compiled] = field(default_factory=list)       # being timed
+    batch_started: float = 0.0
+    message: Batch = field(default_factory=lambda: Batch([]))
+    timed_by: list[list[ConfigResult]] = field(default_factory=list)  # results per process
+    # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
+    # (a new process is not in the round's pause list).
+    recycle: set[int] = field(default_factory=set)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.todo or self.compiling or self.compiled or self.singles
+                    or self.batch)
+
+
 class PipelinedMeasurer:
     """Measure many configs of one graph; ``run`` streams results to a callback."""
 
@@ -87,7 +118,8 @@ class PipelinedMeasurer:
         self._timed_ok: list[Compiled] = []  # compiled items timed ok (repeat pool)
         # Paired engine: every batch is timed in each measurement process in turn, and the
         # labels are combined (replicas.py); ``_phase`` is the process timing now.
-        self.processes = max(1, spec.processes) if spec.engine == "paired" else 1
+        self.traits = traits_of(spec.engine)
+        self.processes = max(1, spec.processes) if self.traits.replicated else 1
         self.spread = ProcessSpread()
         self._measures: list[WorkerProcess | None] = [None] * self.processes
         self._phase = 0
@@ -102,18 +134,13 @@ class PipelinedMeasurer:
         assert measure is not None, "start() the measurer first"
         return measure
 
-    def _start_measure(self, slot: int | None = None) -> None:
-        slot = self._phase if slot is None else slot
-        self._spawn_measure(slot)
-        self._await_measure(slot)
-
     def _spawn_measure(self, slot: int) -> None:
         self._measures[slot] = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
 
     def _await_measure(self, slot: int) -> None:
         measure = self._measures[slot]
         assert measure is not None
-        if not measure.conn.poll(self.opts.timeout_s * 2 + 60):
+        if not measure.conn.poll(self.opts.timeout_s * READY_TIMEOUTS + READY_START_S):
             measure.kill()
             raise WorkerError("measurement worker did not finish the default config in time")
         try:
@@ -170,141 +197,158 @@ class PipelinedMeasurer:
         stops a config once it is separated from its rank neighbours among them).
         """
         self.start()
-        todo = deque(jobs)
-        compiling: dict[int, _Compiling] = {}       # compiler slot -> job in flight
-        compiled: deque[Compiled] = deque()   # waiting to be timed
-        singles: deque[Compiled] = deque()    # retried alone after a batch died
-        batch: list[Compiled] = []
-        batch_started = 0.0
-        message = Batch([])
-        timed_by: list[list[ConfigResult]] = []  # the batch's results per process so far
-        timeout = self.opts.timeout_s
-        # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
-        # (a new process is not in the round's pause list).
-        recycle: set[int] = set()
-
-        while todo or compiling or compiled or singles or batch:
-            if recycle and not batch:
-                for slot in recycle:
-                    self._replace_compiler(slot, restart=False)
-                recycle.clear()
-            if todo and stop():
-                todo.clear()
-            in_flight = len(compiling) + len(compiled) + len(batch)
-            for slot, proc in enumerate(self._compilers):
-                if (slot not in compiling and slot not in recycle and todo
-                        and in_flight < self.opts.lookahead):
-                    job = todo.popleft()
-                    proc.conn.send(job)
-                    compiling[slot] = _Compiling(job, time.monotonic())
-                    in_flight += 1
-            if not batch and (singles or compiled):
-                done_compiling = not todo and not compiling
-                if singles:
-                    batch = [singles.popleft()]
-                elif len(compiled) >= self.opts.timing_batch or done_compiling:
-                    batch = [compiled.popleft() for _ in range(min(self.opts.timing_batch,
-                                                                   len(compiled)))]
-                if batch:
-                    message = Batch([*batch, *self._repeat(singles)], self._pause_list(),
-                                    context())
-                    self._phase, timed_by = 0, []
-                    self._measurer.conn.send(message)
-                    batch_started = time.monotonic()
-
-            conns = [self._compilers[s].conn for s in compiling]
-            if batch:
-                conns.append(self._measurer.conn)
-            if not conns:
+        state = _RunState(deque(jobs))
+        while state.busy:
+            if state.recycle and not state.batch:
+                self._recycle(state)
+            if state.todo and stop():
+                state.todo.clear()
+            self._feed_compilers(state)
+            if not state.batch and (state.singles or state.compiled):
+                self._send_batch(state, context)
+            ready = self._wait(state)
+            if ready is None:
                 continue
-            deadlines = [c.started + timeout for c in compiling.values()]
-            if batch:
-                deadlines.append(batch_started + self._batch_limit(len(batch)))
-            ready = wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
+            self._receive_compiled(state, ready, known, on_result)
+            if state.batch and self._measurer.conn in ready:
+                self._receive_timed(state, on_result)
+            elif state.batch and time.monotonic() - state.batch_started > \
+                    self._batch_limit(len(state.batch)):
+                self._measure_failed(state.batch, f"no result within "
+                                     f"{self._batch_limit(len(state.batch)):.0f} s; worker "
+                                     "killed", TIMEOUT, state.singles, on_result)
+                state.batch = []
+        self._recycle(state)  # the next run() must find live workers
 
-            for slot in list(compiling):
-                proc = self._compilers[slot]
-                if proc.conn in ready:
-                    flight = compiling.pop(slot)
-                    try:
-                        kind, payload = proc.conn.recv()
-                    except (EOFError, ConnectionError):
-                        on_result(ConfigResult(flight.job.index, CRASH,
-                                               error=proc.exit_description()))
-                        self._replace_compiler(slot)
-                        continue
-                    if kind == "result":
-                        on_result(payload)
-                    elif payload.key in known:
-                        first = known[payload.key]
-                        on_result(ConfigResult.of(payload, NOOP if first == 0 else DUPLICATE,
-                                                  duplicate_of=first))
-                    else:
-                        known[payload.key] = payload.index
-                        compiled.append(payload)
-                    if self.spec.fresh_compiler_per_job:
-                        recycle.add(slot)
-                elif time.monotonic() - compiling[slot].started > timeout:
-                    flight = compiling.pop(slot)
-                    on_result(ConfigResult(flight.job.index, TIMEOUT,
-                                           error=f"compile gave no result within {timeout:.0f}"
-                                                 " s; worker killed"))
-                    self._replace_compiler(slot)
-
-            if batch and self._measurer.conn in ready:
-                try:
-                    _kind, results = self._measurer.conn.recv()
-                except (EOFError, ConnectionError):
-                    self._measure_failed(batch, self._measurer.exit_description(), CRASH,
-                                         singles, on_result)
-                else:
-                    paused = max((r.paused_seconds for r in results), default=0.0)
-                    for flight in compiling.values():  # stopped compiles did not progress
-                        flight.started += paused
-                    timed_by.append(results)
-                    if self._phase + 1 < self.processes:  # the next process times it too
-                        self._phase += 1
-                        k = next((r.runs_per_sample for r in results if r.runs_per_sample),
-                                 None)
-                        # the compile workers alive now (any replaced since the first)
-                        message = replace(message, runs_per_sample=k, pause=self._pause_list())
-                        self._measurer.conn.send(message)
-                        batch_started = time.monotonic()
-                        continue
-                    self._phase = 0
-                    if len(timed_by) > 1:
-                        results = combine(timed_by, self.spread, self.spec.stop.confidence)
-                    ok = {r.index for r in results if r.status == OK and r.repeat_of is None}
-                    # Keep the latest few (serialized executables are big) to re-time.
-                    self._timed_ok = [*self._timed_ok,
-                                      *(item for item in batch if item.index in ok)][-8:]
-                    for result in results:
-                        on_result(result)
-                batch = []
-            elif batch and time.monotonic() - batch_started > self._batch_limit(len(batch)):
-                self._measure_failed(batch, f"no result within "
-                                     f"{self._batch_limit(len(batch)):.0f} s; worker killed",
-                                     TIMEOUT, singles, on_result)
-                batch = []
-        for slot in recycle:  # the next run() must find live workers
+    def _recycle(self, state: _RunState) -> None:
+        """Start fresh compile workers in the slots whose worker exited after its job."""
+        for slot in state.recycle:
             self._replace_compiler(slot, restart=False)
+        state.recycle.clear()
+
+    def _feed_compilers(self, state: _RunState) -> None:
+        """Give every idle compile worker a job while the look-ahead window has room."""
+        in_flight = len(state.compiling) + len(state.compiled) + len(state.batch)
+        for slot, proc in enumerate(self._compilers):
+            if (slot not in state.compiling and slot not in state.recycle and state.todo
+                    and in_flight < self.opts.lookahead):
+                job = state.todo.popleft()
+                proc.conn.send(job)
+                state.compiling[slot] = _Compiling(job, time.monotonic())
+                in_flight += 1
+
+    def _send_batch(self, state: _RunState,
+                    context: Callable[[], list[tuple[float, float]]]) -> None:
+        """Send the next batch to the first measurement process: a config retried alone, a
+        full batch, or what is left once nothing is compiling."""
+        done_compiling = not state.todo and not state.compiling
+        if state.singles:
+            state.batch = [state.singles.popleft()]
+        elif len(state.compiled) >= self.opts.timing_batch or done_compiling:
+            size = min(self.opts.timing_batch, len(state.compiled))
+            state.batch = [state.compiled.popleft() for _ in range(size)]
+        if state.batch:
+            state.message = Batch([*state.batch, *self._repeat(state.singles)],
+                                  self._pause_list(), context())
+            self._phase, state.timed_by = 0, []
+            self._measurer.conn.send(state.message)
+            state.batch_started = time.monotonic()
+
+    def _wait(self, state: _RunState) -> Sequence[object] | None:
+        """Wait for a worker's message or the nearest deadline; None when nothing is out."""
+        conns = [self._compilers[s].conn for s in state.compiling]
+        deadlines = [c.started + self.opts.timeout_s for c in state.compiling.values()]
+        if state.batch:
+            conns.append(self._measurer.conn)
+            deadlines.append(state.batch_started + self._batch_limit(len(state.batch)))
+        if not conns:
+            return None
+        return wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
+
+    def _receive_compiled(self, state: _RunState, ready: Sequence[object], known: dict[str, int],
+                          on_result: OnResult) -> None:
+        """Take in compiled configs (no-ops and duplicates are settled here), crashes and
+        timed-out compiles."""
+        timeout = self.opts.timeout_s
+        for slot in list(state.compiling):
+            proc = self._compilers[slot]
+            if proc.conn in ready:
+                flight = state.compiling.pop(slot)
+                try:
+                    kind, payload = proc.conn.recv()
+                except (EOFError, ConnectionError):
+                    on_result(ConfigResult(flight.job.index, CRASH,
+                                           error=proc.exit_description()))
+                    self._replace_compiler(slot)
+                    continue
+                if kind == "result":
+                    on_result(payload)
+                elif payload.key in known:
+                    first = known[payload.key]
+                    on_result(ConfigResult.of(payload, NOOP if first == 0 else DUPLICATE,
+                                              duplicate_of=first))
+                else:
+                    known[payload.key] = payload.index
+                    state.compiled.append(payload)
+                if self.spec.fresh_compiler_per_job:
+                    state.recycle.add(slot)
+            elif time.monotonic() - state.compiling[slot].started > timeout:
+                flight = state.compiling.pop(slot)
+                on_result(ConfigResult(flight.job.index, TIMEOUT,
+                                       error=f"compile gave no result within {timeout:.0f}"
+                                             " s; worker killed"))
+                self._replace_compiler(slot)
+
+    def _receive_timed(self, state: _RunState, on_result: OnResult) -> None:
+        """Take a measurement process's results: send the batch on to the next process, or
+        combine the processes' labels and report them."""
+        try:
+            _kind, results = self._measurer.conn.recv()
+        except (EOFError, ConnectionError):
+            self._measure_failed(state.batch, self._measurer.exit_description(), CRASH,
+                                 state.singles, on_result)
+            state.batch = []
+            return
+        paused = max((r.paused_seconds for r in results), default=0.0)
+        for flight in state.compiling.values():  # stopped compiles did not progress
+            flight.started += paused
+        state.timed_by.append(results)
+        if self._phase + 1 < self.processes:  # the next process times it too
+            self._phase += 1
+            k = next((r.runs_per_sample for r in results if r.runs_per_sample), None)
+            # the compile workers alive now (any replaced since the first)
+            state.message = replace(state.message, runs_per_sample=k,
+                                    pause=self._pause_list())
+            self._measurer.conn.send(state.message)
+            state.batch_started = time.monotonic()
+            return
+        self._phase = 0
+        if len(state.timed_by) > 1:
+            results = combine(state.timed_by, self.spread, self.spec.stop.confidence)
+        ok = {r.index for r in results if r.status == OK and r.repeat_of is None}
+        self._timed_ok = [*self._timed_ok,
+                          *(item for item in state.batch if item.index in ok)][-REPEAT_POOL:]
+        for result in results:
+            on_result(result)
+        state.batch = []
 
     def _batch_limit(self, items: int) -> float:
         """Seconds before a timing batch counts as hung: ``timeout`` per item (control
-        included) plus, for the paired engine, every item's timing budget (its own samples
-        and its share of the default's, ≤ 2 × ``max_seconds_per_config``)."""
+        included) plus, for an engine with a timing budget, every item's budget (its own
+        samples and its share of the default's, ≤ 2 × ``max_seconds_per_config``)."""
         limit = self.opts.timeout_s * (items + 1)
-        if self.spec.engine == "paired":
-            limit += 2 * self.spec.stop.max_seconds_per_config * (items + 1 + REPEATS_PER_BATCH)
+        if self.traits.budgeted:
+            limit += (BUDGET_SHARES * self.spec.stop.max_seconds_per_config
+                      * (items + 1 + self.traits.repeats_per_batch))
         return limit
 
     def _repeat(self, singles: deque[Compiled]) -> list[Compiled]:
-        """Paired engine: configs of earlier batches timed again in this one, so the labels' CIs
-        can include the variance between timing windows (collect/labels.py widens them)."""
-        if self.spec.engine != "paired" or not self._timed_ok or singles:
+        """Configs of earlier batches timed again in this one (paired engine), so the labels'
+        CIs can include the variance between timing windows (collect/labels.py widens them)."""
+        if not self.traits.repeats_per_batch or not self._timed_ok or singles:
             return []
         picked = []
-        for _ in range(min(REPEATS_PER_BATCH, len(self._timed_ok))):
+        for _ in range(min(self.traits.repeats_per_batch, len(self._timed_ok))):
             item = self._timed_ok[self.repeats_sent % len(self._timed_ok)]
             self.repeats_sent += 1
             picked.append(replace(item, repeat_of=item.index))
@@ -356,5 +400,6 @@ class PipelinedMeasurer:
             item = batch[0]
             on_result(ConfigResult(item.index, status, error=message,
                                    compile_seconds=item.compile_seconds, realized=item.realized))
-        self._start_measure()
+        self._spawn_measure(self._phase)
+        self._await_measure(self._phase)
         self._phase = 0  # the batch's results so far are dropped: it is timed again whole

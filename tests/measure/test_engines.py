@@ -1,0 +1,94 @@
+"""The timing engines behind one contract (measure/engines/), driven without XLA: programs are
+plain callables, so what an engine does with a batch is visible."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tpugraphs_tools.measure.engines import (
+    ENGINE_CLASSES,
+    DefaultProgram,
+    FixedEngine,
+    PairedEngine,
+    TimedItem,
+    make_engine,
+    traits_of,
+)
+from tpugraphs_tools.measure.engines import paired as paired_engine
+from tpugraphs_tools.measure.paired import StopRule
+from tpugraphs_tools.measure.worker import (
+    CONTROL,
+    ENGINES,
+    OK,
+    Batch,
+    ConfigResult,
+    DefaultInfo,
+    SessionSpec,
+)
+
+
+def fake_default(engine: str, runs: list[str], **spec: Any) -> DefaultProgram:
+    """A default program ``"default"``; running an executable records its name."""
+    def run(exe: Any, inputs: list[Any]) -> list[Any]:
+        runs.append(exe)
+        return []
+
+    return DefaultProgram(SessionSpec("text", engine=engine, **spec), "default", ["x"],
+                          signature=None, device=None, run=run)
+
+
+def test_every_engine_name_has_an_engine_and_traits() -> None:
+    assert set(ENGINE_CLASSES) == set(ENGINES)
+    assert traits_of("paired").replicated and traits_of("paired").repeats_per_batch > 0
+    assert not traits_of("fixed").replicated and traits_of("fixed").repeats_per_batch == 0
+
+
+def test_fixed_engine_times_the_default_alone_then_rotating_rounds() -> None:
+    runs: list[str] = []
+    engine = make_engine(fake_default("fixed", runs, warmup=2, repeats=3))
+    assert isinstance(engine, FixedEngine)
+    info = DefaultInfo(0.0, {}, "key")
+    engine.ready(info)
+    assert info.timing is not None and info.timing.repeats == 3
+    assert runs == ["default"] * 5                      # 2 warm-ups + 3 timed
+    assert engine.extras() == []
+    items = [TimedItem(ConfigResult(i, OK), [f"c{i}"], b"") for i in (1, 2)]
+    runs.clear()
+    loaded = engine.load(items)
+    assert runs == ["default", "c1", "c2"]              # warm-up - 1 (the check ran once)
+    engine.label(Batch([]), loaded, items)
+    for item in items:
+        assert item.result.timing is not None and item.result.timing.repeats == 3
+        assert item.result.default_timing is not None
+    assert runs.count("c1") == runs.count("c2") == 1 + 3
+
+
+def test_paired_engine_adds_the_control_and_labels_every_item(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    runs: list[str] = []
+    monkeypatch.setattr(paired_engine.X, "serialize_executable", lambda exe, device: b"D")
+    monkeypatch.setattr(paired_engine.X, "deserialize_executable",
+                        lambda blob, device: blob.decode())
+    monkeypatch.setattr(paired_engine.C, "input_bytes", lambda signature: 0)
+    monkeypatch.setattr(paired_engine.C, "make_inputs", lambda *args: ["y"])
+    default = fake_default("paired", runs, warmup=1, min_sample_ms=0.0,
+                           stop=StopRule(max_rounds=20, copies=2))
+    engine = make_engine(default)
+    assert isinstance(engine, PairedEngine)
+    info = DefaultInfo(0.0, {}, "key")
+    engine.ready(info)
+    assert info.timing is None                          # k is calibrated in the first batch
+    [control] = engine.extras()
+    assert control.result.status == CONTROL and control.blob == b"D"
+    items = [TimedItem(ConfigResult(1, OK), ["checked"], b"c1"), control]
+    loaded = engine.load(items)
+    copies = default.spec.stop.copies
+    assert len(loaded.defaults) == copies and [len(c) for c in loaded.items] == [copies] * 2
+    assert items[0].executables == ["c1"] * copies      # reloaded from the serialized form
+    engine.label(Batch([], runs_per_sample=2), loaded, items)
+    assert engine.runs_per_sample == 2                  # another process's k is used
+    for item in items:
+        assert item.result.rounds and item.result.relative_to_default is not None
+        assert item.result.runs_per_sample == 2

@@ -1,0 +1,24 @@
+"""Timing engines of the measurement worker, behind one contract (``base.Engine``)."""
+
+from __future__ import annotations
+
+from tpugraphs_tools.measure.engines.base import DefaultProgram, Engine, TimedItem, Traits
+from tpugraphs_tools.measure.engines.fixed import FixedEngine
+from tpugraphs_tools.measure.engines.paired import PairedEngine
+
+ENGINE_CLASSES: dict[str, type[FixedEngine] | type[PairedEngine]] = {
+    "paired": PairedEngine, "fixed": FixedEngine}
+
+
+def make_engine(default: DefaultProgram) -> Engine:
+    """The engine ``default.spec.engine`` names."""
+    return ENGINE_CLASSES[default.spec.engine](default)
+
+
+def traits_of(engine: str) -> Traits:
+    """What the parent process must know about the engine named ``engine``."""
+    return ENGINE_CLASSES[engine].traits
+
+
+__all__ = ["ENGINE_CLASSES", "DefaultProgram", "Engine", "FixedEngine", "PairedEngine", "TimedItem",
+           "Traits", "make_engine", "traits_of"]

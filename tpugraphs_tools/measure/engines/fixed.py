@@ -1,0 +1,52 @@
+"""The fixed engine: ``repeats`` rotating rounds of single runs against a solo-timed default.
+
+The tile collection times with it, and ``tgt collect --engine fixed`` keeps the layout
+collection's first engine for comparisons. One loaded copy per program, one argument set.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from tpugraphs_tools.measure.engines.base import (
+    DefaultProgram,
+    LoadedBatch,
+    TimedItem,
+    Traits,
+    bind_copies,
+)
+from tpugraphs_tools.measure.timing import time_alone, time_batch
+from tpugraphs_tools.measure.worker import Batch, DefaultInfo
+
+
+class FixedEngine:
+    """:class:`~tpugraphs_tools.measure.engines.base.Engine` of ``SessionSpec.engine ==
+    "fixed"``."""
+
+    traits: ClassVar[Traits] = Traits(repeats_per_batch=0, replicated=False, budgeted=False)
+
+    def __init__(self, default: DefaultProgram) -> None:
+        self.default = default
+        self.spec = default.spec
+
+    def ready(self, info: DefaultInfo) -> None:
+        info.timing = time_alone(self.default.run_once, self.spec.warmup, self.spec.repeats)
+
+    def extras(self) -> list[TimedItem]:
+        return []
+
+    def load(self, items: list[TimedItem]) -> LoadedBatch:
+        sets = [self.default.inputs]
+        defaults = bind_copies([self.default.executable], sets, self.default.run)
+        copies = [bind_copies(item.executables, sets, self.default.run) for item in items]
+        # The numerics check ran each program once: the first warm-up run is done.
+        for _ in range(max(0, self.spec.warmup - 1)):  # compile workers keep running here
+            for fn in [*defaults, *(c[0] for c in copies)]:
+                fn()
+        return LoadedBatch(defaults, copies)
+
+    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]) -> None:
+        ref, timings = time_batch(self.default.run_once, [c[0] for c in loaded.items], 0,
+                                  self.spec.repeats)
+        for item, timing in zip(items, timings, strict=True):
+            item.result.timing, item.result.default_timing = timing, ref

@@ -1,0 +1,196 @@
+"""The paired engine: samples of k runs next to default samples, ratio CIs, adaptive rounds
+and an A/A control per batch (the statistics are in ``measure/paired.py``).
+
+No solo timing of the default: the sample size k is calibrated in the first batch's quiet
+window. The default's timed copies and the A/A control are loaded per batch, interleaved with
+the configs' copies, from the same serialized form: no label carries a load-path or load-order
+difference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from typing import Any, ClassVar
+
+from tpugraphs_tools import _xla_compat as X
+from tpugraphs_tools.measure import compile as C
+from tpugraphs_tools.measure.engines.base import (
+    DefaultProgram,
+    LoadedBatch,
+    Run,
+    TimedItem,
+    Traits,
+    bind_copies,
+)
+from tpugraphs_tools.measure.paired import Placement, calibrate, time_paired, timed_sample
+from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.worker import CONTROL, Batch, ConfigResult, DefaultInfo, SessionSpec
+
+# Configs of earlier batches re-timed per batch: enough for a between-window SD per graph,
+# few enough to cost a small share of a 16-config batch.
+REPEATS_PER_BATCH = 2
+# Memory for the extra argument sets of the loaded copies (bind_copies), beyond the first.
+INPUT_SETS_BUDGET = 512 * 2 ** 20
+ORDER_SEED_RANGE = 2 ** 32  # a fresh load/round order per batch (PairedEngine.load)
+
+
+class PairedEngine:
+    """:class:`~tpugraphs_tools.measure.engines.base.Engine` of ``SessionSpec.engine ==
+    "paired"``. Kept across batches: the argument sets, k, the pooled copy placement."""
+
+    traits: ClassVar[Traits] = Traits(repeats_per_batch=REPEATS_PER_BATCH, replicated=True,
+                                      budgeted=True)
+
+    def __init__(self, default: DefaultProgram) -> None:
+        self.default = default
+        self.spec = default.spec
+        self.blob = X.serialize_executable(default.executable, default.device)
+        self.input_sets = [default.inputs]  # one per loaded copy, grown by the first batch
+        self.runs_per_sample: int | None = None
+        self.placement = Placement()
+
+    def ready(self, info: DefaultInfo) -> None:
+        """Nothing to add: compile workers are starting up, no time to time the default."""
+
+    def extras(self) -> list[TimedItem]:
+        return [TimedItem(ConfigResult(None, CONTROL), [], self.blob)]
+
+    def load(self, items: list[TimedItem]) -> LoadedBatch:
+        # A fresh draw per batch, not the config seed: a process given the same load
+        # order places its copies the same way, so every rerun would repeat one placement
+        # (mlp_mixer's control read below 1 in 7 of 7 runs with a fixed order).
+        seed = random.SystemRandom().randrange(ORDER_SEED_RANGE)
+        bases = load_copies(self.blob, [item.blob for item in items],
+                            [item.executables for item in items], self.spec.stop.copies,
+                            self.default.device, seed=seed)
+        want = input_sets_that_fit(len(bases), C.input_bytes(self.default.signature))
+        self.input_sets += [C.make_inputs(self.default.signature, self.spec.seed,
+                                          self.spec.backend)
+                            for _ in range(want - len(self.input_sets))]
+        copies = [bind_copies(item.executables, self.input_sets, self.default.run)
+                  for item in items]
+        defaults = bind_copies(bases, self.input_sets, self.default.run)
+        warm_up_shuffled([*defaults, *(f for c in copies for f in c)],
+                         max(1, self.spec.warmup), random.Random(seed + 1))
+        return LoadedBatch(defaults, copies, seed)
+
+    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]) -> None:
+        if message.runs_per_sample is not None:  # another process calibrated
+            self.runs_per_sample = message.runs_per_sample
+        elif self.runs_per_sample is None:  # once per graph, compile workers stopped
+            self.runs_per_sample = calibrate(self.default.run_once,
+                                             self.spec.min_sample_ms * 1e6)
+        waiting = [i for i, item in enumerate(items)
+                   if item.result.status == CONTROL or item.result.repeat_of is not None]
+        paired_labels(loaded.defaults, loaded.items, self.spec, self.runs_per_sample,
+                      message.context, self.placement, waiting,
+                      [item.result for item in items], seed=loaded.seed)
+
+
+def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec, k: int,
+                  context: list[tuple[float, float]], placement: Placement, waiting: list[int],
+                  results: list[ConfigResult], seed: int | None = None) -> None:
+    """Time ``runs`` against ``reference`` in paired rounds and label ``results`` (one per
+    run); each run is a list of loaded copies of one program (``spec.stop.copies``).
+    ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
+    never stop it."""
+
+    def sample(i: int, copy: int) -> tuple[float, float]:
+        copies = reference if i < 0 else runs[i]
+        return timed_sample(copies[copy % len(copies)], k)
+
+    # Fewer copies than asked when loading ran out of memory (load_copies).
+    rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]))
+    batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
+                        control=waiting, adaptive=spec.adaptive, placement=placement,
+                        seed=seed)
+    default = Timing.of([round(x) for x in batch.default_ns])
+    default_ns = [round(x) for x in batch.default_ns]
+    for i, result in enumerate(results):
+        ratio = batch.ratio(i, spec.stop.confidence)
+        samples = [round(x) for x in batch.config_ns[i]]
+        result.timing = Timing.of(samples)
+        result.default_timing = default
+        result.config_samples_ns, result.default_samples_ns = samples, default_ns
+        center, se2, place, df = batch.parts(i)
+        result.log_center, result.log_se, result.df = center, math.sqrt(se2 + place), df
+        result.relative_to_default = ratio.ratio
+        result.relative_ci_low, result.relative_ci_high = ratio.low, ratio.high
+        result.rounds, result.stop_reason = ratio.rounds, batch.stop_reason[i]
+        result.runs_per_sample, result.timed_seconds = k, batch.seconds[i]
+
+
+def _maps_in_use() -> int | None:
+    """Memory mappings of this process (Linux), None where unknown."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
+
+
+def _max_maps() -> int | None:
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def load_copies(default_blob: bytes, blobs: list[bytes], loaded: list[list[Any]], copies: int,
+                device: Any, seed: int = 0) -> list[Any]:
+    """Load up to ``copies`` copies of the default and of every timed program; returns the
+    default's copies and fills ``loaded[i]`` (replacing the executable the numerics check ran).
+
+    Copy j of every program is loaded together, in a shuffled order per j: neither the moment
+    nor the position of a load sets the default apart from its A/A copy. Each loaded
+    executable maps its code, and a process past
+    ``vm.max_map_count`` dies inside LLVM (8 copies of 26 programs did): so the first group's
+    cost sets how many groups fit in half the limit, and fewer copies are loaded (every program
+    the same number; the CIs' placement term divides by the copies used).
+    """
+    shuffle = random.Random(seed)
+    programs = [default_blob, *blobs]
+    groups: list[list[Any]] = [[] for _ in programs]
+    for lst in loaded:
+        lst.clear()
+    target = max(1, copies)
+    before, limit = _maps_in_use(), _max_maps()
+    j = 0
+    while j < target:
+        picks = list(range(len(programs)))
+        shuffle.shuffle(picks)
+        for p in picks:
+            groups[p].append(X.deserialize_executable(programs[p], device))
+        j += 1
+        now = _maps_in_use()
+        if j == 1 and before is not None and now is not None and limit:
+            per_group = max(1, now - before)
+            target = min(target, 1 + max(0, (limit // 2 - now) // per_group))
+    for lst, group in zip(loaded, groups[1:], strict=True):
+        lst.extend(group)
+    return groups[0]
+
+
+def warm_up_shuffled(runs: list[Run], passes: int, shuffle: random.Random) -> None:
+    """Run every loaded copy ``passes`` times, each pass in a fresh random order.
+
+    A copy's first runs are cold (its temporary buffers are allocated then). The first
+    version ran the default's copies first in every pass, the one step that set them apart
+    from the A/A control's copies; meanwhile the control read below 1 in 14 of 16 batches of
+    the baseline plan (docs/design/label-engine.md)."""
+    for _ in range(passes):
+        order = list(runs)
+        shuffle.shuffle(order)
+        for fn in order:
+            fn()
+
+
+def input_sets_that_fit(count: int, set_bytes: int, budget: int = INPUT_SETS_BUDGET) -> int:
+    """How many argument sets the copies get: one each, as far as ``budget`` holds the
+    extra ones (at least one: the set the numerics check used)."""
+    if set_bytes <= 0:
+        return max(1, count)
+    return max(1, min(count, 1 + budget // set_bytes))
