@@ -1,7 +1,7 @@
 """Dataset storage: manifest + Parquet tables + one TpuGraphs npz per graph."""
 
 from tpugraphs_tools.store.atomic import CACHE_DIR, JOURNAL, TEMP_MARK, WORK_DIR
-from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id
+from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id, write_npz
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, jax_versions, now, sha256_file
 from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir, to_arrow_table
 from tpugraphs_tools.store.tables import Part, TableInfo, parts_for_key, table_info
@@ -10,5 +10,5 @@ __all__ = [
     "CACHE_DIR", "FORMAT_VERSION", "JOURNAL", "MANIFEST", "TEMP_MARK", "WORK_DIR", "Dataset",
     "Part", "TableInfo", "Transaction", "arrow_schema", "jax_versions", "load_schema",
     "make_graph_id", "now", "parts_for_key", "schema_dir", "sha256_file", "table_info",
-    "to_arrow_table",
+    "to_arrow_table", "write_npz",
 ]
