@@ -156,7 +156,7 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
         compile_options=space.compile_options(configs[0]),
         isolation=device_env.isolation_for(platform, measure.isolation),
-        fresh_compiler_per_job=getattr(space, "fresh_compiler_per_config", False))
+        fresh_compiler_per_job=space.fresh_compiler_per_config)
     run = _KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
