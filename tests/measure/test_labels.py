@@ -122,3 +122,38 @@ def test_repeats_widen_labels_by_the_variance_between_windows_once():
     assert (rows[0]["relative_ci_low"], rows[0]["relative_ci_high"]) == pytest.approx(first)
     assert rows[4] == control_before  # A/A controls are never widened
     assert window_sd(rows[:2]) is None
+
+
+def test_window_widening_keeps_the_t_of_a_label_averaged_over_processes(space_configs):
+    """A label timed in several processes has a Satterthwaite-df CI and ``rounds`` summed over
+    the processes: widening must take its se out with the t the CI was built with (Yuen's df
+    on the summed rounds is far larger, so the window term came out too small)."""
+    from tpugraphs_tools.collect.labels import _t, widen_by_windows
+    from tpugraphs_tools.collect.layout import _row
+    from tpugraphs_tools.measure import OK, ConfigResult, MeasureOptions
+    from tpugraphs_tools.measure.replicas import ProcessSpread, combined_interval
+
+    space, configs = space_configs
+    rng = np.random.default_rng(3)
+    spread = ProcessSpread()
+    spread.add_batch(rng.normal(0.0, 0.02, (3, 4)), np.full((3, 4), 0.004))
+    center, se, half = combined_interval([0.01, 0.05, -0.03, 0.02], [0.004] * 4, [15] * 4,
+                                         spread)
+    t_used = half / se
+    rounds = 4 * 25
+    assert t_used > _t(rounds) * 1.1  # the defect's premise: the two quantiles differ
+    result = ConfigResult(1, OK, relative_to_default=math.exp(center),
+                          relative_ci_low=math.exp(center - half),
+                          relative_ci_high=math.exp(center + half), rounds=rounds,
+                          stop_reason="precision", log_center=center, log_se=se, processes=4,
+                          process_sd=math.sqrt(spread.variance))
+    label = _row(1, configs[1], space, MeasureOptions(), result)
+    rows = [label, _paired(2, "ok", 1.00, 0.005), _paired(3, "repeat", 1.05, 0.005,
+                                                             duplicate_of=2)]
+    sd = widen_by_windows(rows)
+    assert sd and sd > 0.01
+    widened = (math.log(label["relative_ci_high"]) - math.log(label["relative_ci_low"])) / 2
+    assert widened == pytest.approx(t_used * math.sqrt(se ** 2 + sd ** 2))
+    widen_by_windows(rows)  # idempotent with the kept quantile too
+    again = (math.log(label["relative_ci_high"]) - math.log(label["relative_ci_low"])) / 2
+    assert again == pytest.approx(widened)

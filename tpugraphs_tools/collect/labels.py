@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from tpugraphs_tools.collect.rows import CI_T
 from tpugraphs_tools.collect.summary import LabelQuality
 from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM
 
@@ -27,15 +28,36 @@ WINDOW_CONFIDENCE = 0.8
 
 
 def _t(rounds: int, confidence: float = 0.95) -> float | None:
+    """The t quantile of one process's trimmed CI over ``rounds`` (Yuen's df)."""
     g = math.floor(TRIM * rounds)
     df = rounds - 2 * g - 1
     return float(stats.t.ppf(0.5 + confidence / 2, df)) if df >= 1 else None
 
 
+def ci_quantile(low: float | None, high: float | None, log_se: float | None) -> float | None:
+    """The t quantile a label's CI was built with: its log half-width over its log-scale se.
+
+    One process's CI uses Yuen's df on its rounds, a label averaged over processes uses
+    Satterthwaite's df (measure/replicas.py) with ``rounds`` summed over them: only the
+    engine's own se recovers the quantile for both."""
+    if not low or not high or not log_se or not math.isfinite(high) or log_se <= 0:
+        return None
+    return (math.log(high) - math.log(low)) / 2 / log_se
+
+
+def _row_t(row: dict[str, Any]) -> float | None:
+    """The quantile of the row's CI: as measured, else (rows of a journal written before
+    it was kept, or read back from a dataset) Yuen's on ``rounds``, exact for one process."""
+    if row.get(CI_T):
+        return float(row[CI_T])
+    rounds = row.get("rounds")
+    return _t(rounds) if rounds else None
+
+
 def _log_se(row: dict[str, Any]) -> float | None:
     """The row's standard error on the log scale, before any window widening."""
-    low, high, rounds = row.get("relative_ci_low"), row.get("relative_ci_high"), row.get("rounds")
-    t = _t(rounds) if rounds else None
+    low, high = row.get("relative_ci_low"), row.get("relative_ci_high")
+    t = _row_t(row)
     if not low or not high or t is None or math.isinf(high):
         return None
     total = (math.log(high) - math.log(low)) / 2 / t
@@ -76,7 +98,7 @@ def widen_by_windows(rows: list[dict[str, Any]]) -> float | None:
         if row["status"] != OK or row["is_default"] or row.get("rounds") is None:
             continue
         se = _log_se(row)
-        t = _t(row["rounds"])
+        t = _row_t(row)
         if se is None or t is None:
             continue
         half = t * math.sqrt(se ** 2 + (sd or 0.0) ** 2)

@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 
 from tpugraphs_tools.collect.graphs import device_info
-from tpugraphs_tools.collect.labels import EXTRA_STATUSES, label_quality, widen_by_windows
+from tpugraphs_tools.collect.labels import (
+    EXTRA_STATUSES,
+    ci_quantile,
+    label_quality,
+    widen_by_windows,
+)
+from tpugraphs_tools.collect.rows import CI_T
 from tpugraphs_tools.collect.summary import LayoutSummary
 from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import ConfigError
@@ -95,6 +101,7 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
         "compile_seconds": result.compile_seconds,
         "measure_seconds": result.measure_seconds,
         "error_message": result.error,
+        CI_T: ci_quantile(result.relative_ci_low, result.relative_ci_high, result.log_se),
     }
 
 
