@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from tpugraphs_tools.hlo import Module
+from tpugraphs_tools.measure import Status
 
-DEFAULT_FAILED = "default_failed"
+DEFAULT_FAILED = Status.DEFAULT_FAILED
 EXIT_PARTIAL = 3  # documented in README.md and docs/collect.md
 
 # Opcodes a single-device CPU run commonly cannot execute; named in the one-line reason.

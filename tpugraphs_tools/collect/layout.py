@@ -43,6 +43,7 @@ from tpugraphs_tools.measure import (
     Job,
     MeasureOptions,
     PipelinedMeasurer,
+    StopReason,
     apply_layout_config,
     constraint_slots,
     device_env,
@@ -51,7 +52,7 @@ from tpugraphs_tools.measure import (
     options_key,
 )
 
-REFERENCE = "reference"  # stop_reason of the default row: its label is the in-window default
+REFERENCE = StopReason.REFERENCE  # the default row: its label is the in-window default
 
 
 def journal_header(opts: MeasureOptions) -> dict[str, Any]:

@@ -12,8 +12,7 @@ from tpugraphs_tools.measure.options import MeasureOptions, kernel_session, layo
 from tpugraphs_tools.measure.paired import TRIM
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.realized import honoured_json, options_key
-from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
-from tpugraphs_tools.measure.worker import (
+from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     CONTROL,
     DUPLICATE,
@@ -21,15 +20,17 @@ from tpugraphs_tools.measure.worker import (
     OK,
     REPEAT,
     ConfigResult,
-    Job,
-    SessionSpec,
-    WorkerError,
+    Status,
+    StopReason,
 )
+from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
+from tpugraphs_tools.measure.worker import Job, SessionSpec, WorkerError
 
 __all__ = [
     "COMPILE_ERROR", "CONTROL", "DUPLICATE", "NOOP", "OK", "OPTION_KEYS", "REPEAT", "TRIM",
     "ConfigResult", "Job", "MeasureOptions", "PipelineOptions", "PipelinedMeasurer", "SessionSpec",
-    "Timing", "WorkerError", "apply_layout_config", "compile_hlo_source", "constraint_slots",
+    "Status", "StopReason", "Timing", "WorkerError", "apply_layout_config", "compile_hlo_source",
+    "constraint_slots",
     "device_env", "honoured_json", "kernel_session", "layout_session", "options_key",
     "share_device_memory", "time_alone", "time_batch",
 ]
