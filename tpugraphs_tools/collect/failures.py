@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ def unmeasured_rows(configs: list[dict[str, Any]], strategy: str, seed: int, rea
              "error_message": reason} for i, config in zip(indices, configs, strict=True)]
 
 
-def unmeasured_reason(rows: Iterable[dict[str, Any]]) -> str | None:
+def unmeasured_reason(rows: Iterable[Mapping[str, Any]]) -> str | None:
     """The stored reason when every committed row of a graph is ``default_failed``."""
     rows = list(rows)
     if rows and all(r.get("status") == DEFAULT_FAILED for r in rows):

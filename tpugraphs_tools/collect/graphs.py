@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +99,7 @@ def lower_program(name: str, args: Any) -> tuple[Any, HloSource]:
 
 
 def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
-                 configs: dict[str, list[dict[str, Any]]] | None = None) -> None:
+                 configs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> None:
     """Store graphs (npz + raw HLO) and their config rows in one atomic commit."""
     configs = configs or {}
     with dataset.transaction() as tx:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.store import WORK_DIR
 
@@ -23,12 +25,12 @@ class ConfigJournal:
         self.path = root / WORK_DIR / f"{graph_id}.jsonl"
         self.header = header
 
-    def load(self) -> dict[int, dict[str, Any]]:
+    def load(self) -> dict[int, ConfigRow]:
         """Rows already measured; a torn last line (killed mid-write) is ignored."""
         if not self.path.exists():
             return {}
         lines = self.path.read_bytes().split(b"\n")
-        rows: dict[int, dict[str, Any]] = {}
+        rows: dict[int, ConfigRow] = {}
         for number, raw in enumerate(lines):
             if not raw.strip():
                 continue
@@ -45,10 +47,11 @@ class ConfigJournal:
                         f"({record.get('header')}); rerun with the same arguments, or delete "
                         "the file to start this graph over")
                 continue
-            rows[int(record["config_index"])] = record
+            row = config_row(record, where=f"{self.path}: line {number + 1}")
+            rows[row["config_index"]] = row
         return rows
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: Mapping[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists() or self.path.stat().st_size == 0
         with open(self.path, "ab") as f:

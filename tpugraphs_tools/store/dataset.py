@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -238,7 +238,7 @@ class Transaction:
         current.update(arrays)
         self._stage_file(npz_rel, lambda p: write_npz(p, current))
 
-    def put_configs(self, graph_id: str, rows: list[dict[str, Any]]) -> None:
+    def put_configs(self, graph_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Replace every config row of ``graph_id``."""
         self._config_tables[graph_id] = to_arrow_table(
             "configs", [{**r, "graph_id": graph_id} for r in rows])

@@ -24,6 +24,7 @@ from tpugraphs_tools.collect.layout import (
     layout_result,
     next_control_index,
 )
+from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.run import (
     CollectRequest,
     CollectSummary,
@@ -44,7 +45,7 @@ class _Graph:
 
     collected: CollectedGraph
     journal: ConfigJournal
-    rows: dict[int, dict[str, Any]]  # config index -> row (committed, journaled, returned)
+    rows: dict[int, ConfigRow]  # config index -> row (committed, journaled, returned)
     configs: list[LayoutConfig]
     space: LayoutSpace
     open: int = 0
@@ -71,8 +72,8 @@ def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[d
         if local == 0 and 0 not in indices:
             continue
         rows.append({**row, "config_index": chosen[local],
-                     "duplicate_of": (chosen[row["duplicate_of"]]
-                                      if row.get("duplicate_of") is not None else None)})
+                     "duplicate_of": (chosen[dup] if (dup := row["duplicate_of"]) is not None
+                                      else None)})
     return rows
 
 
