@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from tpugraphs_tools.collect.graphs import device_info
+from tpugraphs_tools.collect.journal import JournalHeader
 from tpugraphs_tools.collect.labels import (
     EXTRA_STATUSES,
     ci_quantile,
@@ -56,10 +57,10 @@ from tpugraphs_tools.measure import (
 REFERENCE = StopReason.REFERENCE  # the default row: its label is the in-window default
 
 
-def journal_header(opts: MeasureOptions) -> dict[str, Any]:
+def journal_header(opts: MeasureOptions) -> JournalHeader:
     """The arguments a resumed collection must share with the interrupted one."""
-    header: dict[str, Any] = {"strategy": opts.strategy, "seed": opts.seed,
-                              "warmup": opts.warmup, "repeats": opts.repeats, "rtol": opts.rtol}
+    header: JournalHeader = {"strategy": opts.strategy, "seed": opts.seed,
+                             "warmup": opts.warmup, "repeats": opts.repeats, "rtol": opts.rtol}
     if opts.timing != "paired":
         header["timing"] = opts.timing
     return header

@@ -29,7 +29,7 @@ from tpugraphs_tools.collect.graphs import (
     lower_program,
     write_graphs,
 )
-from tpugraphs_tools.collect.journal import ConfigJournal
+from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
 from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.collect.summary import CollectSummary
@@ -93,7 +93,7 @@ def build_graph(item: CollectItem, backend: str | None) -> CollectedGraph:
     return collect_source(src, program=src.origin, program_args=args.as_dict(), backend=backend)
 
 
-def committed_rows(dataset: Dataset, graph_id: str, header: dict[str, Any]
+def committed_rows(dataset: Dataset, graph_id: str, header: JournalHeader
                     ) -> dict[int, ConfigRow] | None:
     """Config rows already committed for ``graph_id``; None if the graph is not committed."""
     graphs = dataset.graphs()
