@@ -51,7 +51,7 @@ class _Graph:
     open: int = 0
 
 
-def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[dict[str, Any]]:
+def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[ConfigRow]:
     """Runs on a Ray worker: measure configs ``indices`` (+ the default) of one graph."""
     module = parse_hlo_text(text, source="ray task")
     space = layout_space(module)
@@ -63,7 +63,7 @@ def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[d
         reason = failure_reason(exc, module, opts.backend or "the default backend")
         return unmeasured_rows([configs[i].to_json(space) for i in indices], opts.strategy,
                                opts.seed, reason, indices)
-    rows = []
+    rows: list[ConfigRow] = []
     for local, row in enumerate(result.rows):
         if row["status"] in EXTRA_STATUSES:  # renumbered by the driver (next_control_index)
             dup = row.get("duplicate_of")
