@@ -32,11 +32,19 @@ _DATED = ("README.md", "croissant.json", "SHA256SUMS")
 
 
 FROZEN_TIME = "2026-01-01T00:00:00+00:00"
+# The machine the manifest records (and the card prints): the recording machine's kernel
+# release, Python and NumPy are not what the golden checks, and made it fail on any other host.
+FROZEN_ENVIRONMENT: dict[str, Any] = {
+    "python_version": "3.x", "numpy_version": "2.x",
+    "host": {"hostname": "golden", "platform": "Linux-golden-x86_64", "machine": "x86_64",
+             "processor": "", "cpu_count": 2},
+}
 
 
 def build_dataset(root: Path) -> Path:
     """The publish tests' dataset (jax lowering and featurizing, no XLA compile), with the
-    store's clock frozen so its ``created_at`` stamps (published columns) are the same each run."""
+    store's clock frozen so its ``created_at`` stamps (published columns) are the same each
+    run, and the host/Python/NumPy the manifest records fixed (the card prints them)."""
     from tpugraphs_tools.store import dataset as store_dataset
     from tpugraphs_tools.store import manifest as store_manifest
 
@@ -44,12 +52,15 @@ def build_dataset(root: Path) -> Path:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    clocks = (store_dataset.now, store_manifest.now)
+    saved = (store_dataset.now, store_manifest.now, store_dataset.new_manifest)
+    real_manifest = store_dataset.new_manifest
     store_dataset.now = store_manifest.now = lambda: FROZEN_TIME  # type: ignore[assignment]
+    store_dataset.new_manifest = lambda: {  # type: ignore[assignment]
+        **real_manifest(), **json.loads(json.dumps(FROZEN_ENVIRONMENT))}
     try:
         return module.build_dataset(root)
     finally:
-        store_dataset.now, store_manifest.now = clocks
+        store_dataset.now, store_manifest.now, store_dataset.new_manifest = saved
 
 
 def _digest(data: bytes) -> str:

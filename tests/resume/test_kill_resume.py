@@ -33,7 +33,10 @@ CONFIGS = 8
 def _command(hlo: Path, out: Path) -> list[str]:
     return [sys.executable, "-m", "tpugraphs_tools.cli", "collect", "--hlo", str(hlo),
             "--out", str(out), "--configs", str(CONFIGS), "--warmup", "0",
-            "--seed", "1", "--isolation", "none", "--min-sample-ms", "1", "--max-rounds", "8"]
+            "--seed", "1", "--isolation", "none", "--min-sample-ms", "1", "--max-rounds", "8",
+            # The cheapest legal timing: the test is about resume, not label quality (four
+            # processes x 16 copies per batch made each seed several collections long).
+            "--measure-processes", "1", "--copies", "1"]
 
 
 def _rows(out: Path) -> pl.DataFrame:

@@ -55,6 +55,15 @@ def test_both_spaces_implement_the_protocol():
         default_space("tpu")
 
 
+def test_every_space_declares_whether_configs_need_a_fresh_compiler():
+    """collect/tile.py reads the attribute directly: a space must say it, not rely on a
+    getattr default."""
+    assert "fresh_compiler_per_config" in KernelConfigSpace.__annotations__
+    assert CpuKernelOptions().fresh_compiler_per_config is False
+    assert TritonGemmTiles(mechanism="override").fresh_compiler_per_config is True
+    assert TritonGemmTiles(mechanism="backend_config").fresh_compiler_per_config is False
+
+
 def test_bounds_features_follow_tpugraphs_layout():
     feat = bounds_features((32, 2), (64, 128), (3, 4))
     assert feat.dtype == np.float32 and feat.shape == (NUM_TILE_FEATURES,)

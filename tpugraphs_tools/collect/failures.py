@@ -12,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.hlo import Module
+from tpugraphs_tools.measure import Status
 
-DEFAULT_FAILED = "default_failed"
+DEFAULT_FAILED = Status.DEFAULT_FAILED
 EXIT_PARTIAL = 3  # documented in README.md and docs/collect.md
 
 # Opcodes a single-device CPU run commonly cannot execute; named in the one-line reason.
@@ -59,17 +61,18 @@ def failure_reason(error: BaseException | str, module: Module, backend: str,
 
 
 def unmeasured_rows(configs: list[dict[str, Any]], strategy: str, seed: int, reason: str,
-                    indices: list[int] | None = None) -> list[dict[str, Any]]:
+                    indices: list[int] | None = None) -> list[ConfigRow]:
     """One ``default_failed`` row per requested config (``configs``: JSON-ready dicts, at
     config indices ``indices``, default 0, 1, ...; index 0 is the default), so the dataset
     holds the request and its outcome."""
     indices = list(range(len(configs))) if indices is None else indices
-    return [{"config_index": i, "strategy": strategy, "seed": seed, "is_default": i == 0,
-             "status": DEFAULT_FAILED, "config": json.dumps(config, sort_keys=True),
-             "error_message": reason} for i, config in zip(indices, configs, strict=True)]
+    return [config_row({"config_index": i, "strategy": strategy, "seed": seed,
+                        "is_default": i == 0, "status": DEFAULT_FAILED,
+                        "config": json.dumps(config, sort_keys=True), "error_message": reason})
+            for i, config in zip(indices, configs, strict=True)]
 
 
-def unmeasured_reason(rows: Iterable[dict[str, Any]]) -> str | None:
+def unmeasured_reason(rows: Iterable[Mapping[str, Any]]) -> str | None:
     """The stored reason when every committed row of a graph is ``default_failed``."""
     rows = list(rows)
     if rows and all(r.get("status") == DEFAULT_FAILED for r in rows):

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from tpugraphs_tools.collect.rows import stored_row
 from tpugraphs_tools.features import Graph, featurize
 from tpugraphs_tools.format import LAYOUT, TILE, Kind, collection_of
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered, stored_hlo
@@ -97,7 +99,7 @@ def lower_program(name: str, args: Any) -> tuple[Any, HloSource]:
 
 
 def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
-                 configs: dict[str, list[dict[str, Any]]] | None = None) -> None:
+                 configs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> None:
     """Store graphs (npz + raw HLO) and their config rows in one atomic commit."""
     configs = configs or {}
     with dataset.transaction() as tx:
@@ -105,7 +107,8 @@ def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
             hlo, suffix = stored_hlo(item.source)
             tx.put_graph(item.row, item.arrays(), hlo=hlo, hlo_suffix=suffix)
             tx.add_device(item.row["backend"], item.row["device_kind"] or "")
-            tx.put_configs(item.graph_id, configs.get(item.graph_id, []))
+            rows = configs.get(item.graph_id, [])
+            tx.put_configs(item.graph_id, [stored_row(r) for r in rows])
 
 
 def collect_hlo_file(path: str, *, collection: str = "layout",

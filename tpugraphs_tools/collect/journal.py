@@ -11,24 +11,44 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
+from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.store import WORK_DIR
 
 
+class JournalHeader(TypedDict):
+    """The arguments a resumed collection must share with the interrupted one."""
+
+    strategy: str
+    seed: int
+    warmup: int
+    repeats: int
+    rtol: float | None
+    timing: NotRequired[str]  # only when not the default engine (old journals lack it)
+
+
+class PartialGraph(TypedDict):
+    """A graph whose collection was interrupted: its journal's header and rows so far."""
+
+    header: Mapping[str, Any]  # as the journal's first line holds it ({} if unreadable)
+    measured: int
+
+
 class ConfigJournal:
-    def __init__(self, root: Path, graph_id: str, header: dict[str, Any]) -> None:
+    def __init__(self, root: Path, graph_id: str, header: JournalHeader) -> None:
         self.path = root / WORK_DIR / f"{graph_id}.jsonl"
         self.header = header
 
-    def load(self) -> dict[int, dict[str, Any]]:
+    def load(self) -> dict[int, ConfigRow]:
         """Rows already measured; a torn last line (killed mid-write) is ignored."""
         if not self.path.exists():
             return {}
         lines = self.path.read_bytes().split(b"\n")
-        rows: dict[int, dict[str, Any]] = {}
+        rows: dict[int, ConfigRow] = {}
         for number, raw in enumerate(lines):
             if not raw.strip():
                 continue
@@ -45,10 +65,11 @@ class ConfigJournal:
                         f"({record.get('header')}); rerun with the same arguments, or delete "
                         "the file to start this graph over")
                 continue
-            rows[int(record["config_index"])] = record
+            row = config_row(record, where=f"{self.path}: line {number + 1}")
+            rows[row["config_index"]] = row
         return rows
 
-    def append(self, row: dict[str, Any]) -> None:
+    def append(self, row: Mapping[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists() or self.path.stat().st_size == 0
         with open(self.path, "ab") as f:
@@ -64,15 +85,15 @@ class ConfigJournal:
             self.path.parent.rmdir()
 
 
-def partial_collections(root: Path) -> dict[str, dict[str, Any]]:
+def partial_collections(root: Path) -> dict[str, PartialGraph]:
     """graph_id → {header, rows measured} for every unfinished graph in a dataset."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, PartialGraph] = {}
     work = root / WORK_DIR
     if not work.is_dir():
         return out
     for path in sorted(work.glob("*.jsonl")):
         lines = [x for x in path.read_bytes().split(b"\n") if x.strip()]
-        header: dict[str, Any] = {}
+        header: Mapping[str, Any] = {}
         count = 0
         for number, raw in enumerate(lines):
             try:

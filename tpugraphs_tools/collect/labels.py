@@ -14,11 +14,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.summary import LabelQuality
 from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM
 
@@ -27,15 +29,37 @@ WINDOW_CONFIDENCE = 0.8
 
 
 def _t(rounds: int, confidence: float = 0.95) -> float | None:
+    """The t quantile of one process's trimmed CI over ``rounds`` (Yuen's df)."""
     g = math.floor(TRIM * rounds)
     df = rounds - 2 * g - 1
     return float(stats.t.ppf(0.5 + confidence / 2, df)) if df >= 1 else None
 
 
-def _log_se(row: dict[str, Any]) -> float | None:
+def ci_quantile(low: float | None, high: float | None, log_se: float | None) -> float | None:
+    """The t quantile a label's CI was built with: its log half-width over its log-scale se.
+
+    One process's CI uses Yuen's df on its rounds, a label averaged over processes uses
+    Satterthwaite's df (measure/replicas.py) with ``rounds`` summed over them: only the
+    engine's own se recovers the quantile for both."""
+    if not low or not high or not log_se or not math.isfinite(high) or log_se <= 0:
+        return None
+    return (math.log(high) - math.log(low)) / 2 / log_se
+
+
+def _row_t(row: ConfigRow) -> float | None:
+    """The quantile of the row's CI: as measured, else (rows of a journal written before
+    it was kept, or read back from a dataset) Yuen's on ``rounds``, exact for one process."""
+    kept = row.get("ci_t")
+    if kept:
+        return float(kept)
+    rounds = row.get("rounds")
+    return _t(rounds) if rounds else None
+
+
+def _log_se(row: ConfigRow) -> float | None:
     """The row's standard error on the log scale, before any window widening."""
-    low, high, rounds = row.get("relative_ci_low"), row.get("relative_ci_high"), row.get("rounds")
-    t = _t(rounds) if rounds else None
+    low, high = row.get("relative_ci_low"), row.get("relative_ci_high")
+    t = _row_t(row)
     if not low or not high or t is None or math.isinf(high):
         return None
     total = (math.log(high) - math.log(low)) / 2 / t
@@ -43,20 +67,22 @@ def _log_se(row: dict[str, Any]) -> float | None:
     return math.sqrt(max(0.0, total ** 2 - applied ** 2))
 
 
-def window_sd(rows: list[dict[str, Any]], confidence: float = WINDOW_CONFIDENCE) -> float | None:
+def window_sd(rows: Sequence[ConfigRow], confidence: float = WINDOW_CONFIDENCE) -> float | None:
     """SD (log scale) between timing windows from repeat rows and their originals: the upper
     ``confidence`` bound of the variance (a graph has only a few pairs, and two that happen to
     agree must not shrink every CI to the within-window one). None without a usable pair."""
     by_index = {r["config_index"]: r for r in rows}
     terms = []
     for rep in rows:
-        orig = by_index.get(rep.get("duplicate_of")) if rep["status"] == REPEAT else None
-        if orig is None or orig["status"] != OK or not rep.get("relative_to_default"):
+        source = rep.get("duplicate_of")
+        orig = by_index.get(source) if rep["status"] == REPEAT and source is not None else None
+        if orig is None or orig["status"] != OK:
             continue
+        ratio_r, ratio_o = rep.get("relative_to_default"), orig.get("relative_to_default")
         se_o, se_r = _log_se(orig), _log_se(rep)
-        if se_o is None or se_r is None:
+        if not ratio_r or not ratio_o or se_o is None or se_r is None:
             continue
-        d = math.log(rep["relative_to_default"]) - math.log(orig["relative_to_default"])
+        d = math.log(ratio_r) - math.log(ratio_o)
         terms.append((d * d, se_o ** 2 + se_r ** 2))
     if not terms:
         return None
@@ -68,22 +94,23 @@ def window_sd(rows: list[dict[str, Any]], confidence: float = WINDOW_CONFIDENCE)
     return math.sqrt(max(0.0, (bound - within) / 2))
 
 
-def widen_by_windows(rows: list[dict[str, Any]]) -> float | None:
-    """Add the between-window variance to every ok non-default label's CI (idempotent: the
-    previously applied ``window_sd`` is taken out first)."""
+def widen_by_windows(rows: Sequence[ConfigRow]) -> tuple[list[ConfigRow], float | None]:
+    """``rows`` with the between-window variance added to every ok non-default label's CI
+    (idempotent: the previously applied ``window_sd`` is taken out first), and that SD."""
     sd = window_sd(rows)
-    for row in rows:
-        if row["status"] != OK or row["is_default"] or row.get("rounds") is None:
-            continue
-        se = _log_se(row)
-        t = _t(row["rounds"])
-        if se is None or t is None:
-            continue
-        half = t * math.sqrt(se ** 2 + (sd or 0.0) ** 2)
-        center = math.log(row["relative_to_default"])
-        row.update(relative_ci_low=math.exp(center - half),
-                   relative_ci_high=math.exp(center + half), window_sd=sd or 0.0)
-    return sd
+    return [_widened(row, sd) for row in rows], sd
+
+
+def _widened(row: ConfigRow, sd: float | None) -> ConfigRow:
+    if row["status"] != OK or row["is_default"] or row.get("rounds") is None:
+        return row
+    se, t, ratio = _log_se(row), _row_t(row), row["relative_to_default"]
+    if se is None or t is None or not ratio:
+        return row
+    half = t * math.sqrt(se ** 2 + (sd or 0.0) ** 2)
+    center = math.log(ratio)
+    return {**row, "relative_ci_low": math.exp(center - half),
+            "relative_ci_high": math.exp(center + half), "window_sd": sd or 0.0}
 
 
 def separated_pairs(lows: Any, highs: Any) -> int:
@@ -94,33 +121,40 @@ def separated_pairs(lows: Any, highs: Any) -> int:
     return int((lows.size - np.searchsorted(lows, highs, side="right")).sum())
 
 
-def label_quality(rows: list[dict[str, Any]]) -> LabelQuality:
+def _interval(row: ConfigRow) -> tuple[float, float, float] | None:
+    """(ratio, CI low, CI high) of a labelled row, None for a row without a CI."""
+    ratio, low, high = (row.get("relative_to_default"), row.get("relative_ci_low"),
+                        row.get("relative_ci_high"))
+    if ratio is None or low is None or high is None:
+        return None
+    return ratio, low, high
+
+
+def label_quality(rows: Sequence[ConfigRow]) -> LabelQuality:
     """How sure the labels are: CI widths, stop reasons, windows, the A/A noise floor, and
     how many config pairs the CIs tell apart."""
-    ok = [r for r in rows if r["status"] == OK and not r["is_default"]
-          and r.get("relative_ci_low") is not None]
-    controls = [r for r in rows if r["status"] == CONTROL
-                and r.get("relative_ci_low") is not None]
-    labelled = [r for r in rows if r["status"] == OK and r.get("relative_ci_low") is not None]
-    half = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 / r["relative_to_default"]
-            for r in ok if r["relative_to_default"]]
-    ratios = [r["relative_to_default"] for r in controls]
-    spread = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 for r in controls]
+    with_ci = [(r, ci) for r in rows if (ci := _interval(r)) is not None]
+    ok = [(r, ci) for r, ci in with_ci if r["status"] == OK and not r["is_default"]]
+    controls = [ci for r, ci in with_ci if r["status"] == CONTROL]
+    labelled = [ci for r, ci in with_ci if r["status"] == OK]
+    half = [(high - low) / 2 / ratio for _, (ratio, low, high) in ok if ratio]
+    ratios = [ratio for ratio, _, _ in controls]
+    spread = [(high - low) / 2 for _, low, high in controls]
+    rounds = [n for r, _ in ok if (n := r["rounds"]) is not None]
+    sds = [sd for r, _ in ok if (sd := r.get("process_sd")) is not None]
     return LabelQuality(
         ci_half_width_median=statistics.median(half) if half else None,
-        stop_reasons=dict(Counter(r["stop_reason"] for r in ok)),
-        rounds_median=statistics.median([r["rounds"] for r in ok]) if ok else None,
+        stop_reasons=dict(Counter(r["stop_reason"] for r, _ in ok)),
+        rounds_median=statistics.median(rounds) if rounds else None,
         window_sd=window_sd(rows),
         controls=len(controls),
-        controls_holding_1=sum(1 for r in controls
-                               if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"]),
+        controls_holding_1=sum(1 for _, low, high in controls if low <= 1.0 <= high),
         # The A/A control's CI half-width: the smallest effect the batches could resolve.
         noise_floor=statistics.median(spread) if spread else None,
         control_range=(min(ratios), max(ratios)) if ratios else None,
         # Orders the labels claim: the default's CI is [1, 1] (the reference).
         pairs=len(labelled) * (len(labelled) - 1) // 2,
-        pairs_separated=separated_pairs([r["relative_ci_low"] for r in labelled],
-                                        [r["relative_ci_high"] for r in labelled]),
-        process_sd=statistics.median(sds) if (sds := [
-            r["process_sd"] for r in ok if r.get("process_sd") is not None]) else None,
+        pairs_separated=separated_pairs([low for _, low, _ in labelled],
+                                        [high for _, _, high in labelled]),
+        process_sd=statistics.median(sds) if sds else None,
     )

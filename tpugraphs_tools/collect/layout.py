@@ -14,14 +14,21 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tpugraphs_tools.collect.graphs import device_info
-from tpugraphs_tools.collect.labels import EXTRA_STATUSES, label_quality, widen_by_windows
+from tpugraphs_tools.collect.journal import JournalHeader
+from tpugraphs_tools.collect.labels import (
+    EXTRA_STATUSES,
+    ci_quantile,
+    label_quality,
+    widen_by_windows,
+)
+from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.collect.summary import LayoutSummary
 from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import ConfigError
@@ -37,6 +44,8 @@ from tpugraphs_tools.measure import (
     Job,
     MeasureOptions,
     PipelinedMeasurer,
+    Status,
+    StopReason,
     apply_layout_config,
     constraint_slots,
     device_env,
@@ -45,40 +54,45 @@ from tpugraphs_tools.measure import (
     options_key,
 )
 
-REFERENCE = "reference"  # stop_reason of the default row: its label is the in-window default
+REFERENCE = StopReason.REFERENCE  # the default row: its label is the in-window default
 
 
-def journal_header(opts: MeasureOptions) -> dict[str, Any]:
+def journal_header(opts: MeasureOptions) -> JournalHeader:
     """The arguments a resumed collection must share with the interrupted one."""
-    header: dict[str, Any] = {"strategy": opts.strategy, "seed": opts.seed,
-                              "warmup": opts.warmup, "repeats": opts.repeats, "rtol": opts.rtol}
+    header: JournalHeader = {"strategy": opts.strategy, "seed": opts.seed,
+                             "warmup": opts.warmup, "repeats": opts.repeats, "rtol": opts.rtol}
     if opts.timing != "paired":
         header["timing"] = opts.timing
     return header
 
 
-@dataclass
+@dataclass(frozen=True)
 class LayoutResult:
-    rows: list[dict[str, Any]]
+    """One graph's layout configs: its rows (configs, then control/repeat rows), its npz
+    config arrays, its summary."""
+
+    rows: list[ConfigRow]
     arrays: dict[str, np.ndarray]
     summary: LayoutSummary
 
 
 def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOptions,
-         result: ConfigResult) -> dict[str, Any]:
-    """The configs.parquet row of one config's result."""
+         result: ConfigResult, extra: bool = False) -> ConfigRow:
+    """The configs.parquet row of one config's result (``extra``: a control/repeat row
+    after the configs, which is never the default and names the config it re-timed)."""
     timing, default = result.timing, result.default_timing
     realized = result.realized or {}
     paired = result.stop_reason is not None
     return {
         "config_index": index, "strategy": opts.strategy, "seed": opts.seed,
-        "is_default": config.is_default, "status": result.status,
+        "is_default": config.is_default and not extra, "status": Status(result.status),
         "config": json.dumps(config.to_json(space), sort_keys=True),
         "realized": json.dumps(realized, sort_keys=True) if realized else None,
         "honoured": honoured_json(realized),
         "num_copies": realized.get("copies"),
         "optimized_fingerprint": realized.get("fingerprint"),
-        "duplicate_of": result.duplicate_of,
+        "duplicate_of": result.repeat_of if extra else result.duplicate_of,
+        "npz_row": None,
         "runtime_min_ns": timing.min_ns if timing else None,
         "runtime_median_ns": timing.median_ns if timing else None,
         "runtime_cv": timing.cv if timing else None,
@@ -88,35 +102,42 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
         "relative_to_default": result.relative_to_default,
         "relative_ci_low": result.relative_ci_low,
         "relative_ci_high": result.relative_ci_high,
-        "rounds": result.rounds, "stop_reason": result.stop_reason,
+        "rounds": result.rounds,
+        "stop_reason": None if result.stop_reason is None else StopReason(result.stop_reason),
+        "window_sd": None,
         "process_sd": result.process_sd,
         "runs_per_sample": result.runs_per_sample,
         "max_abs_error": result.max_abs_error,
         "compile_seconds": result.compile_seconds,
         "measure_seconds": result.measure_seconds,
         "error_message": result.error,
+        "ci_t": ci_quantile(result.relative_ci_low, result.relative_ci_high, result.log_se),
     }
 
 
 def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
                            progress: Callable[[int, int], None] = lambda _i, _n: None,
                            configs: list[LayoutConfig] | None = None,
-                           done: dict[int, dict[str, Any]] | None = None,
-                           on_row: Callable[[dict[str, Any]], None] = lambda _row: None,
+                           done: Mapping[int, Mapping[str, Any]] | None = None,
+                           on_row: Callable[[ConfigRow], None] = lambda _row: None,
                            ) -> LayoutResult:
     """Apply, compile and time the configs of one module.
 
     ``configs`` defaults to ``opts.configs`` generated ones (an explicit list must start with
-    the default config). ``done`` holds rows measured by an interrupted run: they are kept and
-    not measured again. ``on_row`` sees every new row as soon as it exists (the journal).
+    the default config). ``done`` holds rows measured by an interrupted run (journal lines or
+    committed rows): they are kept and not measured again. ``on_row`` sees every new row as
+    soon as it exists (the journal).
     """
     space = layout_space(module)
     if configs is None:
         configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
     elif not configs or not configs[0].is_default:
         raise ConfigError("explicit config lists must start with the default config")
-    rows = {i: r for i, r in (done or {}).items()
-            if i < len(configs) or r["status"] in EXTRA_STATUSES}
+    rows: dict[int, ConfigRow] = {}
+    for i, values in (done or {}).items():
+        row = config_row(values, where=f"measured row of config {i}")
+        if i < len(configs) or row["status"] in EXTRA_STATUSES:
+            rows[i] = row
     device_env.share_device_memory()
     platform, _kind = device_info(opts.backend)
     spec, pipeline = layout_session(
@@ -128,10 +149,9 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
         if result.repeat_of is not None and result.status != REPEAT:
             return  # a failed re-timing of a config measured fine before: nothing to keep
         if result.status in EXTRA_STATUSES:
-            source = result.repeat_of or 0
             index = next_control_index(rows, len(configs))
-            rows[index] = {**_row(index, configs[source], space, opts, result),
-                           "is_default": False, "duplicate_of": result.repeat_of}
+            rows[index] = _row(index, configs[result.repeat_of or 0], space, opts, result,
+                               extra=True)
         else:
             assert result.index is not None  # only control rows have no config index
             index = result.index
@@ -140,9 +160,10 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
         progress(sum(1 for i in rows if i < len(configs)), len(configs))
 
     def finished() -> list[tuple[float, float]]:
-        return [(r["relative_ci_low"], r["relative_ci_high"]) for r in rows.values()
+        return [(low, high) for r in rows.values()
                 if r["status"] == OK and not r["is_default"]
-                and r.get("relative_ci_low") is not None]
+                and (low := r["relative_ci_low"]) is not None
+                and (high := r["relative_ci_high"]) is not None]
 
     todo = [i for i in range(len(configs)) if i not in rows]
     restarts = 0
@@ -151,9 +172,9 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
             info = measurer.start()
             known = {info.key: 0}
             for index, row in rows.items():
-                if row["status"] == OK and index and row.get("optimized_fingerprint"):
-                    known.setdefault(options_key(row["optimized_fingerprint"], spec.options),
-                                     index)
+                fp = row["optimized_fingerprint"]
+                if row["status"] == OK and index and fp:
+                    known.setdefault(options_key(fp, spec.options), index)
             if 0 not in rows:
                 record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
                                     realized=info.realized,
@@ -171,18 +192,18 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
                 jobs.append(Job(index, job_text, slots=constraint_slots(module, space, config)))
             measurer.run(jobs, known, record, context=finished)
             if opts.timing == "paired" and not any(
-                    r.get("default_runtime_ns") for r in rows.values() if not r["is_default"]):
+                    r["default_runtime_ns"] for r in rows.values() if not r["is_default"]):
                 measurer.run_control(record)
             restarts = measurer.restarts
     return layout_result([rows[i] for i in sorted(rows)], configs, space, restarts)
 
 
-def next_control_index(rows: dict[int, Any], num_configs: int) -> int:
+def next_control_index(rows: Mapping[int, object], num_configs: int) -> int:
     """Control rows follow the configs: indices num_configs, num_configs + 1, ..."""
     return max([num_configs - 1, *rows]) + 1
 
 
-def layout_result(rows: list[dict[str, Any]], configs: list[LayoutConfig],
+def layout_result(rows: Sequence[Mapping[str, Any]], configs: list[LayoutConfig],
                   space: LayoutSpace, restarts: int = 0) -> LayoutResult:
     """npz config arrays + summary from a graph's complete, index-ordered config rows.
 
@@ -190,64 +211,85 @@ def layout_result(rows: list[dict[str, Any]], configs: list[LayoutConfig],
     program twice; the later one becomes a ``duplicate`` here so only distinct labels remain.
     """
     first_ok: dict[str, int] = {}
-    for row in rows:
-        fp = row.get("optimized_fingerprint")
-        if row["status"] != OK or fp is None:
-            continue
-        if fp in first_ok and row["config_index"] != first_ok[fp]:
-            row.update(status=DUPLICATE if first_ok[fp] else NOOP, duplicate_of=first_ok[fp])
-        else:
-            first_ok.setdefault(fp, row["config_index"])
-    return LayoutResult(rows, _arrays(rows, configs, space), _summary(rows, restarts))
+    deduped: list[ConfigRow] = []
+    for values in rows:
+        row = config_row(values, where=f"config row {values.get('config_index')}")
+        fp = row["optimized_fingerprint"]
+        if row["status"] == OK and fp is not None:
+            first = first_ok.setdefault(fp, row["config_index"])
+            if first != row["config_index"]:
+                row = {**row, "status": DUPLICATE if first else NOOP, "duplicate_of": first}
+        deduped.append(row)
+    labelled, arrays = _arrays(deduped, configs, space)
+    return LayoutResult(labelled, arrays, _summary(labelled, restarts))
 
 
-def _arrays(rows: list[dict[str, Any]], configs: list[LayoutConfig],
-            space: LayoutSpace) -> dict[str, np.ndarray]:
-    """TpuGraphs config arrays over the ok configs (distinct labels only)."""
-    for row in rows:
-        row["npz_row"] = None
-        if row["status"] != OK and row["status"] not in EXTRA_STATUSES:
-            row.update(relative_to_default=None, relative_ci_low=None, relative_ci_high=None)
-    widen_by_windows(rows)
+def _unlabelled(row: ConfigRow) -> ConfigRow:
+    """A row before its label is derived: no npz row; a failed config carries no label."""
+    if row["status"] != OK and row["status"] not in EXTRA_STATUSES:
+        return {**row, "npz_row": None, "relative_to_default": None,
+                "relative_ci_low": None, "relative_ci_high": None}
+    return {**row, "npz_row": None}
+
+
+def _arrays(rows: list[ConfigRow], configs: list[LayoutConfig], space: LayoutSpace
+            ) -> tuple[list[ConfigRow], dict[str, np.ndarray]]:
+    """The rows with their labels and npz rows, and the TpuGraphs config arrays over the ok
+    configs (distinct labels only)."""
+    rows, _sd = widen_by_windows([_unlabelled(r) for r in rows])
     ok = [r for r in rows if r["status"] == OK]
     paired = any(r["is_default"] and (r["runtime_min_ns"] is None
-                                      or r.get("stop_reason") == REFERENCE) for r in ok)
-    windows = [r["default_runtime_ns"] for r in rows
-               if r["status"] in (OK, CONTROL) and r["default_runtime_ns"]
+                                      or r["stop_reason"] == REFERENCE) for r in ok)
+    windows = [w for r in rows
+               if r["status"] in (OK, CONTROL) and (w := r["default_runtime_ns"])
                and not (paired and r["is_default"])]
     reference = statistics.median(windows) if windows else 0
     runtimes, feats = [], []
+    labelled: dict[int, ConfigRow] = {}
     for npz_row, row in enumerate(ok):
         if paired and row["is_default"]:
-            _reference_row(row, windows, reference)
+            row = _reference_row(row, windows, reference)
         elif not paired:  # fixed engine: shared minimum of the batch's default
-            row["relative_to_default"] = row["runtime_min_ns"] / row["default_runtime_ns"]
-        row["npz_row"] = npz_row
-        runtimes.append(max(1, round(row["relative_to_default"] * reference)))
+            row = {**row, "relative_to_default": _ratio(row["runtime_min_ns"],
+                                                         row["default_runtime_ns"])}
+        row = labelled[row["config_index"]] = {**row, "npz_row": npz_row}
+        runtimes.append(max(1, round(_label(row) * reference)))
         feats.append(configs[row["config_index"]].encode(space.num_config_nodes))
     nc = space.num_config_nodes
-    return {
+    return [labelled.get(r["config_index"], r) for r in rows], {
         "node_config_feat": (np.stack(feats) if feats
                              else LAYOUT.empty_configs(nc)["node_config_feat"]),
         "config_runtime": np.array(runtimes, dtype=np.int64),
     }
 
 
-def _reference_row(row: dict[str, Any], windows: list[int], reference: float) -> None:
+def _ratio(runtime: int | None, default: int | None) -> float:
+    if runtime is None or not default:
+        raise ValueError("an ok fixed-engine row has both runtimes")
+    return runtime / default
+
+
+def _label(row: ConfigRow) -> float:
+    ratio = row["relative_to_default"]
+    if ratio is None:
+        raise ValueError(f"ok config {row['config_index']} has no relative_to_default")
+    return ratio
+
+
+def _reference_row(row: ConfigRow, windows: list[int], reference: float) -> ConfigRow:
     """The default's own label: ratio 1 exactly, runtime = median of the in-window defaults."""
     mean = statistics.fmean(windows) if windows else 0.0
     cv = statistics.pstdev(windows) / mean if len(windows) > 1 and mean else 0.0
-    row.update(relative_to_default=1.0, relative_ci_low=1.0, relative_ci_high=1.0,
-               stop_reason=REFERENCE, default_runtime_ns=round(reference) or None,
-               runtime_median_ns=round(reference) or None,
-               runtime_min_ns=min(windows) if windows else None, runtime_cv=cv,
-               repeats=len(windows), rounds=None)
+    return {**row, "relative_to_default": 1.0, "relative_ci_low": 1.0, "relative_ci_high": 1.0,
+            "stop_reason": REFERENCE, "default_runtime_ns": round(reference) or None,
+            "runtime_median_ns": round(reference) or None,
+            "runtime_min_ns": min(windows) if windows else None, "runtime_cv": cv,
+            "repeats": len(windows), "rounds": None}
 
 
-def _summary(rows: list[dict[str, Any]], restarts: int) -> LayoutSummary:
+def _summary(rows: list[ConfigRow], restarts: int) -> LayoutSummary:
     counts = Counter(r["status"] for r in rows)
-    ok = [r for r in rows if r["status"] == OK and not r["is_default"]]
-    relative = [r["relative_to_default"] for r in ok]
+    relative = [_label(r) for r in rows if r["status"] == OK and not r["is_default"]]
     return LayoutSummary(
         configs=len(rows) - sum(counts.get(s, 0) for s in EXTRA_STATUSES),
         status=dict(counts),

@@ -29,8 +29,9 @@ from tpugraphs_tools.collect.graphs import (
     lower_program,
     write_graphs,
 )
-from tpugraphs_tools.collect.journal import ConfigJournal
+from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
+from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.collect.summary import CollectSummary
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
@@ -92,14 +93,15 @@ def build_graph(item: CollectItem, backend: str | None) -> CollectedGraph:
     return collect_source(src, program=src.origin, program_args=args.as_dict(), backend=backend)
 
 
-def committed_rows(dataset: Dataset, graph_id: str, header: dict[str, Any]
-                    ) -> dict[int, dict[str, Any]] | None:
+def committed_rows(dataset: Dataset, graph_id: str, header: JournalHeader
+                    ) -> dict[int, ConfigRow] | None:
     """Config rows already committed for ``graph_id``; None if the graph is not committed."""
     graphs = dataset.graphs()
     if graphs.height == 0 or graph_id not in set(graphs["graph_id"].to_list()):
         return None
     configs = dataset.configs_of(graph_id)
-    rows = {int(r["config_index"]): r for r in configs.to_dicts()}
+    rows = {int(r["config_index"]): config_row(r, where=f"{dataset.root}: configs of {graph_id}")
+            for r in configs.to_dicts()}
     if rows:
         first = rows[min(rows)]
         if (first["strategy"], first["seed"]) != (header["strategy"], header["seed"]):
@@ -155,7 +157,7 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
 
 def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOptions | None,
                 summary: CollectSummary
-                ) -> tuple[MeasureOptions, ConfigJournal, dict[int, dict[str, Any]]] | None:
+                ) -> tuple[MeasureOptions, ConfigJournal, dict[int, ConfigRow]] | None:
     """Decide what is left to measure for one graph (shared by every executor).
 
     Graph-only items are committed here; complete graphs are skipped. Otherwise returns the

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tpugraphs_tools.measure import Status, StopReason
+
 GraphRow = dict[str, Any]  # a graphs.parquet row (store/): the table's schema, not a record
 
 
@@ -17,7 +19,7 @@ class LabelQuality:
     """How sure a graph's layout labels are (collect/labels.py)."""
 
     ci_half_width_median: float | None  # relative half-width of the ok labels' CIs
-    stop_reasons: dict[str, int]         # why the ok configs stopped being timed
+    stop_reasons: dict[StopReason | None, int]  # why the ok configs stopped being timed
     rounds_median: float | None
     window_sd: float | None              # between-window SD (log scale), from repeat rows
     controls: int                        # A/A control rows (one per timed batch)
@@ -34,7 +36,7 @@ class LayoutSummary:
     """One layout graph's configs: counts by status, extremes, label quality."""
 
     configs: int                 # config rows (control/repeat rows not counted)
-    status: dict[str, int]       # every row's status, control/repeat included
+    status: dict[Status, int]    # every row's status, control/repeat included
     worker_restarts: int
     best_speedup: float | None   # 1 / the smallest ok ratio
     worst_slowdown: float | None  # the largest ok ratio
@@ -69,7 +71,7 @@ class TileSummary:
     skipped: dict[str, str]      # parent instruction -> why it was not stored
     configs: int                 # configs tried, stored kernels or not
     configs_stored: int
-    status: dict[str, int]
+    status: dict[Status, int]
     worker_restarts: int
     effects_over_3cv: int
     largest_effect: TileEffect | None

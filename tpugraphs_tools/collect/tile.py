@@ -24,6 +24,7 @@ import numpy as np
 
 from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_row
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text, extract_kernels
+from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
 from tpugraphs_tools.configs import (
     NUM_TILE_FEATURES,
@@ -42,6 +43,7 @@ from tpugraphs_tools.measure import (
     Job,
     MeasureOptions,
     PipelinedMeasurer,
+    Status,
     Timing,
     WorkerError,
     device_env,
@@ -71,13 +73,13 @@ class TileOptions:
 
 @dataclass
 class TileResult:
-    graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]]
+    graphs: list[tuple[CollectedGraph, list[ConfigRow]]]
     summary: TileSummary
 
 
 @dataclass
 class _KernelRun:
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[ConfigRow] = field(default_factory=list)
     feats: list[np.ndarray] = field(default_factory=list)
     restarts: int = 0
 
@@ -97,15 +99,17 @@ def _measure_text(kernel: Kernel, space: KernelConfigSpace) -> str:
 
 
 def _row(index: int, config: KernelConfig, opts: TileOptions, result: ConfigResult,
-         facts: dict[str, Any]) -> dict[str, Any]:
-    """The configs.parquet row of one kernel config's result."""
+         facts: dict[str, Any]) -> ConfigRow:
+    """The configs.parquet row of one kernel config's result (its label and npz row are
+    set once the kernel's ok configs are known: ``_arrays``)."""
     timing, default = result.timing, result.default_timing
     realized = {**(result.realized or {}), **facts}
     return {
         "config_index": index, "strategy": STRATEGY, "seed": opts.measure.seed,
-        "is_default": config.is_default, "status": result.status,
+        "is_default": config.is_default, "status": Status(result.status),
         "config": config.to_json(),
         "realized": json.dumps(realized, sort_keys=True, default=str) if realized else None,
+        "honoured": None,
         "num_copies": realized.get("copies"),
         "optimized_fingerprint": realized.get("fingerprint"),
         "duplicate_of": result.duplicate_of,
@@ -115,9 +119,12 @@ def _row(index: int, config: KernelConfig, opts: TileOptions, result: ConfigResu
         "runtime_cv": timing.cv if timing else None,
         "repeats": timing.repeats if timing else None,
         "default_runtime_ns": default.min_ns if default else None,
-        "relative_to_default": None,
+        "relative_to_default": None, "relative_ci_low": None, "relative_ci_high": None,
+        "rounds": None, "stop_reason": None, "window_sd": None, "process_sd": None,
+        "runs_per_sample": None,
         "max_abs_error": result.max_abs_error,
         "compile_seconds": result.compile_seconds,
+        "measure_seconds": None,
         "error_message": result.error,
     }
 
@@ -156,12 +163,12 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
         compile_options=space.compile_options(configs[0]),
         isolation=device_env.isolation_for(platform, measure.isolation),
-        fresh_compiler_per_job=getattr(space, "fresh_compiler_per_config", False))
+        fresh_compiler_per_job=space.fresh_compiler_per_config)
     run = _KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
     noop_settings: set[Any] = set()
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, ConfigRow] = {}
     feats: dict[int, np.ndarray] = {}
 
     def record(result: ConfigResult) -> None:
@@ -217,18 +224,25 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
     return run
 
 
-def _arrays(run: _KernelRun) -> dict[str, np.ndarray]:
-    """TpuGraphs tile config arrays over the ok configs (distinct measured labels only)."""
-    runtimes, normalizers = [], []
-    for npz_row, row in enumerate(r for r in run.rows if r["status"] == OK):
-        row["npz_row"] = npz_row
-        row["relative_to_default"] = row["runtime_min_ns"] / row["default_runtime_ns"]
-        runtimes.append(row["runtime_min_ns"])
-        normalizers.append(row["default_runtime_ns"])
+def _arrays(run: _KernelRun) -> tuple[list[ConfigRow], dict[str, np.ndarray]]:
+    """The rows with their npz rows and labels, and the TpuGraphs tile config arrays over the
+    ok configs (distinct measured labels only)."""
+    runtimes: list[int] = []
+    normalizers: list[int] = []
+    rows = []
+    for row in run.rows:
+        runtime, default = row["runtime_min_ns"], row["default_runtime_ns"]
+        if row["status"] == OK:
+            if runtime is None or not default:
+                raise ValueError(f"ok kernel config {row['config_index']} was not timed")
+            row = {**row, "npz_row": len(runtimes), "relative_to_default": runtime / default}
+            runtimes.append(runtime)
+            normalizers.append(default)
+        rows.append(row)
     feats = np.stack(run.feats) if run.feats else np.zeros((0, NUM_TILE_FEATURES), np.float32)
-    return {"config_feat": feats.astype(np.float32),
-            "config_runtime": np.array(runtimes, dtype=np.int64),
-            "config_runtime_normalizers": np.array(normalizers, dtype=np.int64)}
+    return rows, {"config_feat": feats.astype(np.float32),
+                  "config_runtime": np.array(runtimes, dtype=np.int64),
+                  "config_runtime_normalizers": np.array(normalizers, dtype=np.int64)}
 
 
 def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict[str, Any],
@@ -242,9 +256,9 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
     extraction = extract_kernels(compiled_source.module, opts.measure.max_kernels,
                                  source=compiled_source.origin)
     skipped = dict(extraction.skipped)
-    graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]] = []
+    graphs: list[tuple[CollectedGraph, list[ConfigRow]]] = []
     restarts = 0
-    tried: Counter[str] = Counter()
+    tried: Counter[Status] = Counter()
     instances: dict[str, list[str]] = {}
     for i, kernel in enumerate(extraction.kernels, start=1):
         progress(f"kernel {i}/{len(extraction.kernels)}: {kernel.name}")
@@ -272,32 +286,33 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
         row = graph_row(src, graph, program=program, program_args=program_args,
                         collection="tile", backend=platform, device_kind=device_kind,
                         config_space=space.name)
-        arrays = _arrays(run)
+        rows, arrays = _arrays(run)
         row.update(graph_id=tile_graph_id(program, kernel.fingerprint),
                    parent_graph_id=parent_graph_id, parent_instruction=kernel.name,
                    num_configurable=0, num_configs=int(arrays["config_runtime"].shape[0]))
         collected = CollectedGraph(src, graph, row, arrays)
-        graphs.append((collected, run.rows))
+        graphs.append((collected, rows))
         if len(kernel.instances) > 1:
             instances[row["graph_id"]] = kernel.instances
     summary = summarize(graphs, skipped, space.name, restarts, tried)
     return TileResult(graphs, replace(summary, instances=instances))
 
 
-def summarize(graphs: list[tuple[CollectedGraph, list[dict[str, Any]]]],
+def summarize(graphs: list[tuple[CollectedGraph, list[ConfigRow]]],
               skipped: dict[str, str], space: str, restarts: int = 0,
-              tried: Counter[str] | None = None) -> TileSummary:
+              tried: Counter[Status] | None = None) -> TileSummary:
     """Counts, statuses (of every config tried, stored kernels or not) and the largest effect
     vs default in units of CV over the stored kernels."""
     rows = [(g, r) for g, rs in graphs for r in rs]
     effects = []
     for g, r in rows:
-        if r["status"] != OK or r["is_default"]:
+        ratio = r["relative_to_default"]
+        if r["status"] != OK or r["is_default"] or ratio is None:
             continue
         real = json.loads(r["realized"] or "{}")
         effects.append(TileEffect(
             graph_id=g.graph_id, parent_instruction=g.row["parent_instruction"],
-            config=json.loads(r["config"]), relative_to_default=r["relative_to_default"],
+            config=json.loads(r["config"]), relative_to_default=ratio,
             effect_cv=real.get("effect_cv"), runtime_cv=r["runtime_cv"],
             default_cv=real.get("default_cv")))
     effects.sort(key=lambda e: -(e.effect_cv or 0))

@@ -58,6 +58,9 @@ class KernelConfigSpace(Protocol):
 
     name: str         # graphs.parquet ``config_space``
     kernel_form: str  # which kernel text it configures: "inlined" body or "wrapped" fusion
+    # True where the compiler caches per process what a config should change (XLA:GPU's
+    # autotuning, keyed by the fusion HLO): each configured compile then needs a fresh worker.
+    fresh_compiler_per_config: bool
 
     def configs(self, kernel: Module) -> list[KernelConfig]:
         """Candidates in the order to try them; the first is the default config."""
@@ -128,6 +131,7 @@ class CpuKernelOptions:
 
     name = "cpu-kernel-options"
     kernel_form = "inlined"
+    fresh_compiler_per_config = False  # XLA:CPU keeps no per-process tuning cache
 
     def __init__(self, seed: int = 0, include_presets: bool = False) -> None:
         self.seed = seed

@@ -22,8 +22,7 @@ from tpugraphs_tools.measure.options import (
 from tpugraphs_tools.measure.paired import TRIM
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
 from tpugraphs_tools.measure.realized import honoured_json, options_key
-from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
-from tpugraphs_tools.measure.worker import (
+from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     CONTROL,
     DUPLICATE,
@@ -31,10 +30,11 @@ from tpugraphs_tools.measure.worker import (
     OK,
     REPEAT,
     ConfigResult,
-    Job,
-    SessionSpec,
-    WorkerError,
+    Status,
+    StopReason,
 )
+from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
+from tpugraphs_tools.measure.worker import Job, SessionSpec, WorkerError
 
 __all__ = [
     "COMPILE_ERROR",
@@ -55,6 +55,8 @@ __all__ = [
     "PipelineOptions",
     "PipelinedMeasurer",
     "SessionSpec",
+    "Status",
+    "StopReason",
     "Timing",
     "WorkerError",
     "apply_layout_config",

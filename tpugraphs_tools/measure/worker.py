@@ -12,13 +12,21 @@ from typing import Any
 
 from tpugraphs_tools.errors import WorkerError as WorkerError
 from tpugraphs_tools.measure.paired import StopRule
+from tpugraphs_tools.measure.results import (  # noqa: F401 (the names' old home)
+    COMPILE_ERROR,
+    CONTROL,
+    CRASH,
+    DUPLICATE,
+    NOOP,
+    OK,
+    REPEAT,
+    RUNTIME_ERROR,
+    TIMEOUT,
+    WRONG_RESULT,
+    ConfigResult,
+)
 from tpugraphs_tools.measure.timing import Timing
 
-OK, NOOP, DUPLICATE = "ok", "noop", "duplicate"
-COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
-    "compile_error", "runtime_error", "timeout", "crash", "wrong_result")
-CONTROL = "control"  # an A/A copy of the default timed as a config: the batch's noise floor
-REPEAT = "repeat"    # a config of an earlier batch timed again: variance between windows
 ENGINES = ("paired", "fixed")
 
 
@@ -97,48 +105,3 @@ class DefaultInfo:
     key: str
     timing: Timing | None = None   # fixed engine only: the default timed alone
     optimized_text: str | None = None
-
-
-@dataclass
-class ConfigResult:
-    """What became of one config (``index``; None for the A/A control): its status and, when
-    it was timed, its timings and its label. Only the fields its status implies are set."""
-
-    index: int | None
-    status: str
-    error: str | None = None
-    compile_seconds: float | None = None
-    realized: dict[str, Any] | None = None
-    key: str | None = None
-    optimized_text: str | None = None
-    repeat_of: int | None = None      # a REPEAT of this config index
-    duplicate_of: int | None = None   # NOOP (0) / DUPLICATE of this config index
-    max_abs_error: float | None = None
-    timing: Timing | None = None      # the config's runs (paired: per-run times of samples)
-    default_timing: Timing | None = None  # the default's, in the same window
-    relative_to_default: float | None = None  # paired engine: the label and its 95% CI
-    relative_ci_low: float | None = None
-    relative_ci_high: float | None = None
-    rounds: int | None = None
-    stop_reason: str | None = None
-    runs_per_sample: int | None = None
-    timed_seconds: float | None = None
-    measure_seconds: float | None = None  # the measurement worker's busy time, shared
-    paused_seconds: float = 0.0           # compile workers stopped for this batch
-    # Paired engine, for combining one batch timed in several processes (replicas.py): the
-    # label on the log scale, its se (rounds and copy placement) and df, the raw samples.
-    log_center: float | None = None
-    log_se: float | None = None
-    df: int | None = None
-    config_samples_ns: list[int] | None = None
-    default_samples_ns: list[int] | None = None
-    processes: int = 1                    # measurement processes the label averages
-    process_sd: float | None = None       # between-process SD (log scale) in its CI
-
-    @classmethod
-    def of(cls, item: Compiled, status: str, **fields: Any) -> ConfigResult:
-        """A result carrying what the compile worker found out about ``item``."""
-        return cls(index=item.index, status=status, compile_seconds=item.compile_seconds,
-                   realized=item.realized, key=item.key, optimized_text=item.optimized_text,
-                   repeat_of=item.repeat_of, **fields)
-

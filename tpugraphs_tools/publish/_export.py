@@ -24,7 +24,6 @@ from tpugraphs_tools.format import (
     collection_of,
 )
 from tpugraphs_tools.publish._import import arrays_fingerprint
-from tpugraphs_tools.publish._npz import write_npz
 from tpugraphs_tools.publish._official import (
     check_name,
     conform,
@@ -35,7 +34,7 @@ from tpugraphs_tools.publish._official import (
 )
 from tpugraphs_tools.publish._provenance import ProvenanceEntry, record, write_provenance
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
-from tpugraphs_tools.store import Dataset
+from tpugraphs_tools.store import Dataset, write_npz
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,14 @@
-"""Reading and writing single TpuGraphs npz files (never unpickling)."""
+"""Reading single TpuGraphs npz files (never unpickling); the store writes them."""
 
 from __future__ import annotations
 
 import zipfile
 from pathlib import Path
-from typing import Any, cast
 
 import numpy as np
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import collection_of
-
-
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        # numpy's stub would match the names against allow_pickle: bool
-        np.savez_compressed(f, **cast("dict[str, Any]", arrays))
 
 
 def read_official_npz(path: Path, collection: str) -> tuple[dict[str, np.ndarray], list[str]]:

@@ -1,7 +1,7 @@
 """Dataset storage: manifest + Parquet tables + one TpuGraphs npz per graph."""
 
 from tpugraphs_tools.store.atomic import CACHE_DIR, JOURNAL, TEMP_MARK, WORK_DIR
-from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id
+from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id, write_npz
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
 from tpugraphs_tools.store.label_stats import (
     LABEL_COLUMNS,
@@ -24,5 +24,5 @@ __all__ = [
     "arrow_schema", "disjoint_pairs", "graph_label_stats", "graph_to_networkx", "headroom",
     "jax_versions", "load_schema", "log_se", "make_graph_id", "networkx_to_arrays",
     "noise_ceiling", "now", "parts_for_key", "schema_dir", "sha256_file", "table_info",
-    "to_arrow_table",
+    "to_arrow_table", "write_npz",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -229,7 +229,7 @@ class Transaction:
             self.put_file(row["hlo_file"], hlo)
         to_arrow_table("graphs", [row])  # unknown columns fail here, not at commit
         self._graph_rows[graph_id] = row
-        self._stage_file(npz_rel, lambda p: _write_npz(p, arrays))
+        self._stage_file(npz_rel, lambda p: write_npz(p, arrays))
 
     def put_graph_file(self, row: dict[str, Any], npz: Path) -> None:
         """Like :meth:`put_graph` for an npz already written (e.g. by a worker process):
@@ -250,9 +250,9 @@ class Transaction:
         else:
             current = self.dataset.load_arrays(graph_id)
         current.update(arrays)
-        self._stage_file(npz_rel, lambda p: _write_npz(p, current))
+        self._stage_file(npz_rel, lambda p: write_npz(p, current))
 
-    def put_configs(self, graph_id: str, rows: list[dict[str, Any]]) -> None:
+    def put_configs(self, graph_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Replace every config row of ``graph_id``."""
         self._config_tables[graph_id] = to_arrow_table(
             "configs", [{**r, "graph_id": graph_id} for r in rows])
@@ -373,7 +373,9 @@ class Transaction:
         self._devices.clear()
 
 
-def _write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write one graph's arrays as a compressed npz (the one writer: the store and exports)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
         # numpy's stub would match the names against allow_pickle: bool
         np.savez_compressed(f, **cast("dict[str, Any]", arrays))

@@ -7,6 +7,7 @@ so a column added to a schema is written and validated without touching code twi
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ def arrow_schema(table: str) -> pa.Schema:
     ])
 
 
-def to_arrow_table(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+def to_arrow_table(table: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Rows → Arrow table in schema column order; unknown keys are an error, missing are null."""
     schema = arrow_schema(table)
     known = set(schema.names)

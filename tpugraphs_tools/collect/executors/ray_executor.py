@@ -30,6 +30,7 @@ from tpugraphs_tools.collect.layout import (
     layout_result,
     next_control_index,
 )
+from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.run import (
     CollectRequest,
     CollectSummary,
@@ -65,13 +66,13 @@ class _Graph:
 
     collected: CollectedGraph
     journal: ConfigJournal
-    rows: dict[int, dict[str, Any]]  # config index -> row (committed, journaled, returned)
+    rows: dict[int, ConfigRow]  # config index -> row (committed, journaled, returned)
     configs: list[LayoutConfig]
     space: LayoutSpace
     open: int = 0
 
 
-def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[dict[str, Any]]:
+def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[ConfigRow]:
     """Runs on a Ray worker: measure configs ``indices`` (+ the default) of one graph."""
     module = parse_hlo_text(text, source="ray task")
     space = layout_space(module)
@@ -83,7 +84,7 @@ def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[d
         reason = failure_reason(exc, module, opts.backend or "the default backend")
         return unmeasured_rows([configs[i].to_json(space) for i in indices], opts.strategy,
                                opts.seed, reason, indices)
-    rows = []
+    rows: list[ConfigRow] = []
     for local, row in enumerate(result.rows):
         if row["status"] in EXTRA_STATUSES:  # renumbered by the driver (next_control_index)
             dup = row.get("duplicate_of")
@@ -92,8 +93,8 @@ def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[d
         if local == 0 and 0 not in indices:
             continue
         rows.append({**row, "config_index": chosen[local],
-                     "duplicate_of": (chosen[row["duplicate_of"]]
-                                      if row.get("duplicate_of") is not None else None)})
+                     "duplicate_of": (chosen[dup] if (dup := row["duplicate_of"]) is not None
+                                      else None)})
     return rows
 
 

@@ -1,0 +1,93 @@
+"""Config rows: one record per graph x config tried, as configs.parquet stores it.
+
+A :class:`ConfigRow` is built once from a measurement result (``collect/layout.py``,
+``collect/tile.py``) and never changed after: values derived later (window widening, the npz
+row, the default's reference label) make a new row. At run time it is a plain dict, because
+that is what every boundary it crosses holds: journal lines (JSON), Arrow tables, Ray task
+results, rows read back from a dataset. :func:`config_row` turns any of those into one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.measure import Status, StopReason
+
+if TYPE_CHECKING:
+    from typing_extensions import ReadOnly
+
+
+class ConfigRow(TypedDict):
+    """``schemas/configs.schema.json``, field for field (the schema describes each column;
+    tests/collect/test_rows.py checks the two agree)."""
+
+    graph_id: NotRequired[ReadOnly[str]]  # filled in by the store (Transaction.put_configs)
+    config_index: ReadOnly[int]
+    strategy: ReadOnly[str]
+    seed: ReadOnly[int | None]
+    is_default: ReadOnly[bool]
+    status: ReadOnly[Status]
+    config: ReadOnly[str]
+    realized: ReadOnly[str | None]
+    honoured: ReadOnly[str | None]
+    num_copies: ReadOnly[int | None]
+    optimized_fingerprint: ReadOnly[str | None]
+    duplicate_of: ReadOnly[int | None]
+    npz_row: ReadOnly[int | None]
+    runtime_min_ns: ReadOnly[int | None]
+    runtime_median_ns: ReadOnly[int | None]
+    runtime_cv: ReadOnly[float | None]
+    repeats: ReadOnly[int | None]
+    default_runtime_ns: ReadOnly[int | None]
+    relative_to_default: ReadOnly[float | None]
+    relative_ci_low: ReadOnly[float | None]
+    relative_ci_high: ReadOnly[float | None]
+    rounds: ReadOnly[int | None]
+    stop_reason: ReadOnly[StopReason | None]
+    window_sd: ReadOnly[float | None]
+    process_sd: ReadOnly[float | None]
+    runs_per_sample: ReadOnly[int | None]
+    max_abs_error: ReadOnly[float | None]
+    compile_seconds: ReadOnly[float | None]
+    measure_seconds: ReadOnly[float | None]
+    error_message: ReadOnly[str | None]
+    # Working key (journaled, never stored): the t quantile the row's CI was built with, so
+    # window widening takes the row's standard error out of its CI exactly (labels.py).
+    ci_t: NotRequired[ReadOnly[float | None]]
+
+
+CI_T = "ci_t"
+WORKING_KEYS = (CI_T,)
+_REQUIRED = ("config_index", "strategy", "is_default", "status", "config")
+
+
+def config_row(values: Mapping[str, Any], where: str = "config row") -> ConfigRow:
+    """A row from a journal line, a stored row or a Ray task's result: every column present
+    (absent ones null), status and stop reason as enum members; an unknown column, a missing
+    required one or an unknown status is a :class:`DatasetError` naming ``where``."""
+    columns = list(ConfigRow.__annotations__)
+    extra = sorted(set(values) - set(columns))
+    missing = [k for k in _REQUIRED if values.get(k) is None]
+    if extra or missing:
+        raise DatasetError(f"{where}: " + "; ".join(
+            ([f"columns not in schemas/configs.schema.json: {extra}"] if extra else [])
+            + ([f"missing {missing}"] if missing else [])))
+    row = {k: values.get(k) for k in columns if k not in ("graph_id", CI_T)}
+    for key in ("graph_id", CI_T):
+        if key in values:
+            row[key] = values[key]
+    try:
+        row["status"] = Status(values["status"])
+        reason = values.get("stop_reason")
+        row["stop_reason"] = None if reason is None else StopReason(reason)
+    except ValueError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+    return row  # type: ignore[return-value]  # every key checked above
+
+
+def stored_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` (a :class:`ConfigRow`, or a row of the store's own making such as a
+    ``default_failed`` one) without its working keys: the configs.parquet columns."""
+    return {k: v for k, v in row.items() if k not in WORKING_KEYS}

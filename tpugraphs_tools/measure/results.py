@@ -1,0 +1,107 @@
+"""What became of a config: its status, why its timing stopped, and its result record.
+
+The values are the strings configs.parquet stores (``schemas/configs.schema.json``): the enums
+are ``StrEnum`` so a member is written, compared and JSON-encoded as its value.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tpugraphs_tools.measure.timing import Timing
+
+if TYPE_CHECKING:
+    from tpugraphs_tools.measure.worker import Compiled
+
+
+class Status(enum.StrEnum):
+    """configs.parquet ``status``: the outcome of one config (failures are data)."""
+
+    OK = "ok"
+    NOOP = "noop"                    # compiled to the default's program
+    DUPLICATE = "duplicate"          # compiled to an earlier config's program
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    WRONG_RESULT = "wrong_result"
+    DEFAULT_FAILED = "default_failed"  # the graph's default could not run: nothing measured
+    CONTROL = "control"  # an A/A copy of the default timed as a config: the batch's noise floor
+    REPEAT = "repeat"    # a config of an earlier batch timed again: variance between windows
+
+
+class StopReason(enum.StrEnum):
+    """configs.parquet ``stop_reason``: why timing stopped adding rounds for a config."""
+
+    PRECISION = "precision"
+    SEPARATED = "separated"
+    MAX_ROUNDS = "max_rounds"
+    MAX_SECONDS = "max_seconds"
+    BATCH_DONE = "batch_done"
+    FIXED_ROUNDS = "fixed_rounds"
+    REFERENCE = "reference"          # the default row: its label is the in-window default
+    PLACEMENT_FLOOR = "placement_floor"
+
+
+OK, NOOP, DUPLICATE = Status.OK, Status.NOOP, Status.DUPLICATE
+COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
+    Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH,
+    Status.WRONG_RESULT)
+CONTROL, REPEAT = Status.CONTROL, Status.REPEAT
+
+
+@dataclass
+class ConfigResult:
+    """What became of one config (``index``; None for the A/A control): its status and, when
+    it was timed, its timings and its label. Only the fields its status implies are set.
+
+    The measurement worker fills it in as the config goes through the numerics check and the
+    timed rounds; collect/ turns a finished one into a configs.parquet row and never changes it.
+    """
+
+    index: int | None
+    # Always a Status after construction (a plain value is converted, an unknown one is an
+    # error); ``str`` is accepted for callers that pass one through (pipeline.py).
+    status: Status | str
+    error: str | None = None
+    compile_seconds: float | None = None
+    # JSON read back from the optimized HLO: layout configs {copies, slots, fingerprint}
+    # (measure/realized.py), tile configs add the kernel space's facts.
+    realized: dict[str, Any] | None = None
+    key: str | None = None
+    optimized_text: str | None = None
+    repeat_of: int | None = None      # a REPEAT of this config index
+    duplicate_of: int | None = None   # NOOP (0) / DUPLICATE of this config index
+    max_abs_error: float | None = None
+    timing: Timing | None = None      # the config's runs (paired: per-run times of samples)
+    default_timing: Timing | None = None  # the default's, in the same window
+    relative_to_default: float | None = None  # paired engine: the label and its 95% CI
+    relative_ci_low: float | None = None
+    relative_ci_high: float | None = None
+    rounds: int | None = None
+    stop_reason: str | None = None    # a StopReason value
+    runs_per_sample: int | None = None
+    timed_seconds: float | None = None
+    measure_seconds: float | None = None  # the measurement worker's busy time, shared
+    paused_seconds: float = 0.0           # compile workers stopped for this batch
+    # Paired engine, for combining one batch timed in several processes (replicas.py): the
+    # label on the log scale, its se (rounds and copy placement) and df, the raw samples.
+    log_center: float | None = None
+    log_se: float | None = None
+    df: int | None = None
+    config_samples_ns: list[int] | None = None
+    default_samples_ns: list[int] | None = None
+    processes: int = 1                    # measurement processes the label averages
+    process_sd: float | None = None       # between-process SD (log scale) in its CI
+
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)
+
+    @classmethod
+    def of(cls, item: Compiled, status: Status, **fields: Any) -> ConfigResult:
+        """A result carrying what the compile worker found out about ``item``."""
+        return cls(index=item.index, status=status, compile_seconds=item.compile_seconds,
+                   realized=item.realized, key=item.key, optimized_text=item.optimized_text,
+                   repeat_of=item.repeat_of, **fields)
