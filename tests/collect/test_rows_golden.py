@@ -25,8 +25,8 @@ from tpugraphs_tools.collect.rows import stored_row
 from tpugraphs_tools.configs import generate_configs, layout_space
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import MeasureOptions
-from tpugraphs_tools.measure.timing import Timing
-from tpugraphs_tools.measure.worker import (
+from tpugraphs_tools.measure.messages import DefaultInfo
+from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     CONTROL,
     DUPLICATE,
@@ -35,8 +35,8 @@ from tpugraphs_tools.measure.worker import (
     REPEAT,
     RUNTIME_ERROR,
     ConfigResult,
-    DefaultInfo,
 )
+from tpugraphs_tools.measure.timing import Timing
 from tpugraphs_tools.store import to_arrow_table
 
 GOLDEN = Path(__file__).parent / "data" / "rows_golden.json"

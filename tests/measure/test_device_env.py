@@ -82,8 +82,9 @@ def test_tolerance_follows_precision_and_device():
 
 def test_fresh_compiler_per_job_compiles_each_config_in_a_new_process():
     """XLA:GPU's autotune cache is per process: tile configs each get a new compile worker."""
+    from tpugraphs_tools.measure.messages import Job, SessionSpec
     from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
-    from tpugraphs_tools.measure.worker import OK, ConfigResult, Job, SessionSpec
+    from tpugraphs_tools.measure.results import OK, ConfigResult
 
     spec = SessionSpec(base_text=F32, backend="cpu", repeats=2, warmup=1,
                        fresh_compiler_per_job=True)

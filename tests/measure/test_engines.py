@@ -17,16 +17,9 @@ from tpugraphs_tools.measure.engines import (
     traits_of,
 )
 from tpugraphs_tools.measure.engines import paired as paired_engine
+from tpugraphs_tools.measure.messages import ENGINES, Batch, DefaultInfo, SessionSpec
 from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.worker import (
-    CONTROL,
-    ENGINES,
-    OK,
-    Batch,
-    ConfigResult,
-    DefaultInfo,
-    SessionSpec,
-)
+from tpugraphs_tools.measure.results import CONTROL, OK, ConfigResult
 
 
 def fake_default(engine: str, runs: list[str], **spec: Any) -> DefaultProgram:

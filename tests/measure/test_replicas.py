@@ -9,8 +9,8 @@ import pytest
 
 from tpugraphs_tools.measure import CONTROL, OK, REPEAT, MeasureOptions
 from tpugraphs_tools.measure.replicas import ProcessSpread, combine, combined_interval
+from tpugraphs_tools.measure.results import RUNTIME_ERROR, ConfigResult
 from tpugraphs_tools.measure.timing import Timing
-from tpugraphs_tools.measure.worker import RUNTIME_ERROR, ConfigResult
 
 
 def _result(index: int | None, center: float, se: float, status: str = OK,

@@ -7,6 +7,7 @@ from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
 from tpugraphs_tools.measure.compile import compile_hlo_source
 from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure.messages import Job, SessionSpec, WorkerError
 from tpugraphs_tools.measure.options import GROUPS as OPTION_GROUPS
 from tpugraphs_tools.measure.options import KEY_ALIASES as OPTION_KEY_ALIASES
 from tpugraphs_tools.measure.options import KEYS as OPTION_KEYS
@@ -34,7 +35,6 @@ from tpugraphs_tools.measure.results import (
     StopReason,
 )
 from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
-from tpugraphs_tools.measure.worker import Job, SessionSpec, WorkerError
 
 __all__ = [
     "COMPILE_ERROR",

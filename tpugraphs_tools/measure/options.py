@@ -15,10 +15,10 @@ from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
 from tpugraphs_tools.measure.engines import traits_of
+from tpugraphs_tools.measure.messages import ENGINES, SessionSpec
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.pipeline import PipelineOptions
 from tpugraphs_tools.measure.processes import ISOLATIONS
-from tpugraphs_tools.measure.worker import ENGINES, SessionSpec
 
 # Sections of ``tgt collect --help`` (OptionInfo.group), in this order.
 CONFIGS, MEASUREMENT, EXPERT = "Configs", "Measurement", "Timing (expert)"

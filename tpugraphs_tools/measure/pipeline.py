@@ -27,6 +27,14 @@ from multiprocessing.connection import wait
 
 from tpugraphs_tools.measure import workers as W
 from tpugraphs_tools.measure.engines import traits_of
+from tpugraphs_tools.measure.messages import (
+    Batch,
+    Compiled,
+    DefaultInfo,
+    Job,
+    SessionSpec,
+    WorkerError,
+)
 from tpugraphs_tools.measure.processes import (
     WorkerProcess,
     resolve_isolation,
@@ -34,20 +42,7 @@ from tpugraphs_tools.measure.processes import (
     split_cpus,
 )
 from tpugraphs_tools.measure.replicas import ProcessSpread, combine
-from tpugraphs_tools.measure.worker import (
-    CRASH,
-    DUPLICATE,
-    NOOP,
-    OK,
-    TIMEOUT,
-    Batch,
-    Compiled,
-    ConfigResult,
-    DefaultInfo,
-    Job,
-    SessionSpec,
-    WorkerError,
-)
+from tpugraphs_tools.measure.results import CRASH, DUPLICATE, NOOP, OK, TIMEOUT, ConfigResult
 
 OnResult = Callable[[ConfigResult], None]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from tpugraphs_tools.measure.results import CONTROL, OK, REPEAT, ConfigResult
 from tpugraphs_tools.measure.timing import Timing
-from tpugraphs_tools.measure.worker import CONTROL, OK, REPEAT, ConfigResult
 
 TIMED = (OK, CONTROL, REPEAT)
 

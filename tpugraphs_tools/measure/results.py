@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tpugraphs_tools.measure.timing import Timing
 
 if TYPE_CHECKING:
-    from tpugraphs_tools.measure.worker import Compiled
+    from tpugraphs_tools.measure.messages import Compiled
 
 
 class Status(enum.StrEnum):

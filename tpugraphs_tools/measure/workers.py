@@ -21,19 +21,15 @@ import numpy as np
 
 from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.measure.engines import DefaultProgram, Engine, TimedItem, make_engine
+from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Job, SessionSpec
 from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
-from tpugraphs_tools.measure.worker import (
+from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     OK,
     REPEAT,
     RUNTIME_ERROR,
     WRONG_RESULT,
-    Batch,
-    Compiled,
     ConfigResult,
-    DefaultInfo,
-    Job,
-    SessionSpec,
 )
 
 # An error's text in a config row: compiler errors can dump whole modules; the head says why.

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from tpugraphs_tools.measure.worker import Batch, ConfigResult, DefaultInfo, SessionSpec
+from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
+from tpugraphs_tools.measure.results import ConfigResult
 
 Run = Callable[[], object]
 

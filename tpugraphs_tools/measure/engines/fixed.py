@@ -15,8 +15,8 @@ from tpugraphs_tools.measure.engines.base import (
     Traits,
     bind_copies,
 )
+from tpugraphs_tools.measure.messages import Batch, DefaultInfo
 from tpugraphs_tools.measure.timing import time_alone, time_batch
-from tpugraphs_tools.measure.worker import Batch, DefaultInfo
 
 
 class FixedEngine:

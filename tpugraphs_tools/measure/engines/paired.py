@@ -24,9 +24,10 @@ from tpugraphs_tools.measure.engines.base import (
     Traits,
     bind_copies,
 )
+from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
 from tpugraphs_tools.measure.paired import Placement, calibrate, time_paired, timed_sample
+from tpugraphs_tools.measure.results import CONTROL, ConfigResult
 from tpugraphs_tools.measure.timing import Timing
-from tpugraphs_tools.measure.worker import CONTROL, Batch, ConfigResult, DefaultInfo, SessionSpec
 
 # Configs of earlier batches re-timed per batch: enough for a between-window SD per graph,
 # few enough to cost a small share of a 16-config batch.

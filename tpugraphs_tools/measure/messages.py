@@ -1,8 +1,8 @@
-"""What the parent and the worker processes exchange: the session, the jobs, the statuses.
+"""What the parent and the worker processes exchange: the session, the jobs, the batches.
 
 Configs are compiled and run in worker processes (``workers.py``, driven by ``pipeline.py``)
 because XLA:CPU was seen dying with SIGILL on some option sets: a config must never take the
-whole collection down, and its failure is recorded as data with one of these statuses.
+whole collection down, and its failure is recorded as data with a status (``results.py``).
 """
 
 from __future__ import annotations
@@ -12,19 +12,6 @@ from typing import Any
 
 from tpugraphs_tools.errors import WorkerError as WorkerError
 from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.results import (  # noqa: F401 (the names' old home)
-    COMPILE_ERROR,
-    CONTROL,
-    CRASH,
-    DUPLICATE,
-    NOOP,
-    OK,
-    REPEAT,
-    RUNTIME_ERROR,
-    TIMEOUT,
-    WRONG_RESULT,
-    ConfigResult,
-)
 from tpugraphs_tools.measure.timing import Timing
 
 ENGINES = ("paired", "fixed")
