@@ -1,13 +1,14 @@
 """A three-node Ray cluster on this machine loses a worker node mid-collection.
 
 A head (no CPUs: it only hosts the driver) and two worker nodes, each with its own
-``ray start --block`` in a process group of its own, collect a small plan through the CLI
-(``tgt collect --plan --executor ray --address``). When worker ``b`` is running a task, its
-whole process group (raylet, Ray workers, tgt's measurement workers) is SIGKILLed. The
+``ray start --block`` in a session of its own, collect a small plan through the CLI
+(``tgt collect --plan --executor ray --address``). When worker ``b`` has run a task for 2 s,
+every process of its session (raylet, Ray workers, tgt's measurement workers) is stopped and
+SIGKILLed. The
 collection must still finish; every graph and every config is stored once; the rows equal a
 local run's in everything that is not a measurement; ``tgt validate`` is clean.
 
-Slow (4-7 minutes on 2 busy cores: three Ray nodes, jax in every Ray worker, a local
+Slow (2-7 minutes on 2 busy cores: three Ray nodes, jax in every Ray worker, a local
 reference run): ``pytest -m slow tests/resume/test_ray_cluster.py``.
 """
 
@@ -137,13 +138,15 @@ class LocalRayCluster:
         return [pid for pid, cmd in members.items() if cmd.startswith(TASK_TITLE)]
 
     def kill(self, name: str, timeout: float = 30) -> None:
-        """SIGKILL every process of node ``name`` and wait until none is left."""
+        """Stop, then SIGKILL, every process of node ``name`` (as a machine that loses power:
+        none of them runs again, none sees another die first); wait until none is left."""
         process = self.nodes[name]
         deadline = time.monotonic() + timeout
         while members := _session_members(process.pid):
-            for pid in members:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                for pid in members:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, sig)
             process.poll()  # reap `ray start` itself
             if time.monotonic() > deadline:
                 raise RuntimeError(f"ray node {name}: processes survive SIGKILL: {members}")
