@@ -17,6 +17,7 @@ neighbours, or a cap is hit; the reason is recorded.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -75,9 +76,9 @@ class StopRule:
     # uncertain. None: the target alone.
     rank_precision: float | None = None
     # Opt-in, not yet benchmarked (measure/racing.py). ``race``: separation is asked after
-    # every round from ``race_start`` on, at an α-spending confidence, instead of at the
-    # looks. ``budget_seconds``: timed seconds this batch may spend (the parent's share of
-    # the graph's budget); None: no budget.
+    # every round from ``race_start`` on, on a confidence sequence (valid over all looks),
+    # instead of at the looks. ``budget_seconds``: timed seconds this batch may spend (the
+    # parent's share of the graph's budget); None: no budget.
     race: bool = False
     budget_seconds: float | None = None
 
@@ -187,9 +188,15 @@ class PairedBatch:
         if not df or math.isinf(se2):
             return Ratio(math.exp(center) if math.isfinite(center) else 1.0, 0.0, math.inf,
                          len(self.log_ratios[i]))
-        half = float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(se2 + place)
+        half = _t_quantile(0.5 + confidence / 2, df) * math.sqrt(se2 + place)
         return Ratio(math.exp(center), math.exp(center - half), math.exp(center + half),
                      len(self.log_ratios[i]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t quantile, cached: racing and budgets ask for every config every round."""
+    return float(stats.t.ppf(p, df))
 
 
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
@@ -257,9 +264,9 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
         return [batch.ratio(i, confidence) if batch.log_ratios[i]
                 else Ratio(1.0, 0.0, math.inf, 0) for i in range(len(batch.log_ratios))]
 
-    # Separation: after every round when racing (its α spent over the looks), else at looks.
-    strict = (estimates(race_confidence(1 - rule.separation_confidence, batch.rounds,
-                                        rule.race_start)) if racing
+    # Separation: after every round when racing (a confidence sequence), else at the looks.
+    strict = (estimates(race_confidence(1 - rule.confidence, batch.rounds, rule.race_start))
+              if racing
               else estimates(rule.separation_confidence) if look and not rule.race else [])
     budgeted = adaptive and rule.budget_seconds is not None
     usual = estimates(rule.confidence) if look or budgeted else []
