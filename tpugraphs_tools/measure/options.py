@@ -126,10 +126,11 @@ class MeasureOptions:
         "and stop it then (stop_reason separated), with a stricter CI that pays for the extra "
         "looks and never before every loaded copy was timed 5 times.", group=EXPERT)
     budget_seconds: float | None = _option(
-        None, "Timed seconds a graph may spend, all processes together (opt-in, not yet "
-        "benchmarked): split over its batches and processes; configs whose CI still overlaps "
-        "the default or a neighbour get the rounds first, the rest stop with stop_reason "
-        "budget. Default: no budget.", group=EXPERT, minimum=0.0, kind=float)
+        None, "Paired engine: timed seconds a graph may spend, all processes together "
+        "(opt-in, not yet benchmarked): split over its batches and processes; configs whose "
+        "CI still overlaps the default or a neighbour get the rounds first, the rest stop "
+        "with stop_reason budget. Default: no budget.", group=EXPERT, minimum=0.0,
+        kind=float)
     max_kernels: int | None = _option(
         None, "Tile collection: keep at most this many distinct kernels per program.",
         group=CONFIGS, minimum=1, kind=int)
