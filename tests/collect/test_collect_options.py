@@ -63,7 +63,7 @@ def test_generated_flags_carry_the_records_metadata() -> None:
         assert getattr(param, "section", None) == info.group, name
         assert getattr(param.type, "min", None) == info.minimum, name
         assert tuple(getattr(param.type, "choices", ())) == info.choices, name
-        assert option_kind(name) in (int, float, str), name
+        assert option_kind(name) in (int, float, str, bool), name
 
 
 def test_the_record_checks_what_its_metadata_says() -> None:

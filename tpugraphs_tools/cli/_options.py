@@ -49,6 +49,8 @@ def option(*decls: str, section: str, **attrs: Any) -> Callable[[F], F]:
 
 def _param_type(name: str) -> click.ParamType:
     info, kind = OPTION_INFO[name], option_kind(name)
+    if kind is bool:
+        return click.BOOL
     if info.choices:
         return click.Choice(list(info.choices))
     if info.minimum is None:
@@ -97,7 +99,10 @@ def measure_options(f: F) -> F:
         info, default = OPTION_INFO[name], option_default(name)
         for old in info.deprecated_flags:
             f = deprecated_alias(old, name, _param_type(name))(f)
-        f = option(info.flag_of(name), name, section=info.group, default=default,
+        flag = info.flag_of(name)
+        if option_kind(name) is bool:  # --race/--no-race
+            flag = f"{flag}/--no-{flag[2:]}"
+        f = option(flag, name, section=info.group, default=default,
                    show_default=default is not None, type=_param_type(name),
                    help=info.help)(f)
     return f

@@ -81,6 +81,9 @@ class Batch:
     # Paired engine: samples of k runs as another process of this session calibrated it (the
     # processes of a graph time equal samples); None calibrates.
     runs_per_sample: int | None = None
+    # Paired engine: timed seconds this batch may spend in each process (its share of the
+    # graph's --budget-seconds, measure/racing.py); None: no budget.
+    budget_seconds: float | None = None
 
 
 @dataclass

@@ -120,6 +120,17 @@ class MeasureOptions:
         "the copies in one process share (buffer placement, load order) differs between "
         "processes: labels average them and their CIs include the spread. The precision "
         "target, caps and copies are shared out.", minimum=1)
+    race: bool = _option(
+        False, "Racing (opt-in, not yet benchmarked): ask after every round, not only at the "
+        "x1.5 looks, whether a config's CI is apart from the default and its rank neighbours, "
+        "and stop it then (stop_reason separated), with a stricter CI that pays for the extra "
+        "looks and never before every loaded copy was timed 5 times.", group=EXPERT)
+    budget_seconds: float | None = _option(
+        None, "Paired engine: timed seconds a graph may spend, all processes together "
+        "(opt-in, not yet benchmarked): split over its batches and processes; configs whose "
+        "CI still overlaps the default or a neighbour get the rounds first, the rest stop "
+        "with stop_reason budget. Default: no budget.", group=EXPERT, minimum=0.0,
+        kind=float)
     max_kernels: int | None = _option(
         None, "Tile collection: keep at most this many distinct kernels per program.",
         group=CONFIGS, minimum=1, kind=int)
@@ -131,6 +142,10 @@ class MeasureOptions:
         for name, info in OPTION_INFO.items():
             value = getattr(self, name)
             if value is None and _DEFAULTS[name] is None:
+                continue
+            if _kind(name) is bool:
+                if not isinstance(value, bool):
+                    raise ValueError(f"{name} must be true or false, got {value!r}")
                 continue
             number = _kind(name) is float
             allowed = (int, float) if number else (int,)
@@ -162,7 +177,8 @@ class MeasureOptions:
     def stop(self) -> StopRule:
         """The paired engine's stopping rule for one measurement process: the combined label
         of ``measure_processes`` reaches ``target_precision`` when each reaches √P times it,
-        and the round and time caps and the copies are the whole label's."""
+        and the round and time caps, the graph's budget and the copies are the whole
+        label's."""
         p = self.processes
         rounds = max(3, math.ceil(self.max_rounds / p))
         return StopRule(target_precision=self.target_precision * math.sqrt(p),
@@ -170,7 +186,9 @@ class MeasureOptions:
                         min(self.rank_precision, self.target_precision) * math.sqrt(p),
                         max_rounds=rounds, max_seconds_per_config=self.max_seconds_per_config / p,
                         min_rounds=min(StopRule.min_rounds, rounds),
-                        copies=max(1, math.ceil(self.copies / p)))
+                        copies=max(1, math.ceil(self.copies / p)), race=self.race,
+                        budget_seconds=None if self.budget_seconds is None else
+                        self.budget_seconds / p)
 
 
 _DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}

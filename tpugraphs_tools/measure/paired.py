@@ -17,6 +17,7 @@ neighbours, or a cap is hit; the reason is recorded.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -26,12 +27,21 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
+from tpugraphs_tools.measure.racing import (
+    neighbours_clear,
+    race_confidence,
+    race_start,
+    rounds_to_width,
+    seconds_needed,
+)
+
 TRIM = 0.2
 
 # Why a config stopped being timed (configs.parquet ``stop_reason``).
 PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
     "precision", "separated", "max_rounds", "max_seconds", "batch_done", "placement_floor")
 FIXED = "fixed_rounds"
+BUDGET = "budget"  # the graph's --budget-seconds ran out (measure/racing.py)
 # A copy's mean log-ratio is trusted from this many rounds on: below it the spread between
 # copies makes a wild estimate (copy_spread), so the placement floor waits for every copy to
 # have been timed this often.
@@ -65,6 +75,16 @@ class StopRule:
     # to it (or 1.0, the default) keeps going to this half-width: time goes where ranks are
     # uncertain. None: the target alone.
     rank_precision: float | None = None
+    # Opt-in, not yet benchmarked (measure/racing.py). ``race``: separation is asked after
+    # every round from ``race_start`` on, on a confidence sequence (valid over all looks),
+    # instead of at the looks. ``budget_seconds``: timed seconds this batch may spend (the
+    # parent's share of the graph's budget); None: no budget.
+    race: bool = False
+    budget_seconds: float | None = None
+
+    @property
+    def race_start(self) -> int:
+        return race_start(self.min_rounds, self.copies, MIN_ROUNDS_PER_COPY)
 
     def is_look(self, rounds: int) -> bool:
         look = self.min_rounds
@@ -168,25 +188,15 @@ class PairedBatch:
         if not df or math.isinf(se2):
             return Ratio(math.exp(center) if math.isfinite(center) else 1.0, 0.0, math.inf,
                          len(self.log_ratios[i]))
-        half = float(stats.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(se2 + place)
+        half = _t_quantile(0.5 + confidence / 2, df) * math.sqrt(se2 + place)
         return Ratio(math.exp(center), math.exp(center - half), math.exp(center + half),
                      len(self.log_ratios[i]))
 
 
-def _neighbours_clear(i: int, estimates: list[Ratio], context: Sequence[tuple[float, float]],
-                      control: set[int]) -> bool:
-    """Config ``i``'s CI excludes 1.0 (the default) and the CIs ranked just below/above it."""
-    mine = estimates[i]
-    if not mine.excludes(1.0):
-        return False
-    others = [(r.ratio, (r.low, r.high)) for j, r in enumerate(estimates)
-              if j != i and j not in control]
-    others += [(math.sqrt(lo * hi) if lo > 0 else hi, (lo, hi)) for lo, hi in context]
-    below = [o for o in others if o[0] <= mine.ratio]
-    above = [o for o in others if o[0] > mine.ratio]
-    near = ([max(below, key=lambda o: o[0])] if below else []) + \
-           ([min(above, key=lambda o: o[0])] if above else [])
-    return all(mine.disjoint(ci) for _, ci in near)
+@functools.lru_cache(maxsize=4096)
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t quantile, cached: racing and budgets ask for every config every round."""
+    return float(stats.t.ppf(p, df))
 
 
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
@@ -248,12 +258,18 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
                   context: Sequence[tuple[float, float]], waiting: set[int],
                   controls: set[int], adaptive: bool) -> list[int]:
     look = adaptive and rule.is_look(batch.rounds)
+    racing = adaptive and rule.race and batch.rounds >= rule.race_start
+
     def estimates(confidence: float) -> list[Ratio]:
         return [batch.ratio(i, confidence) if batch.log_ratios[i]
                 else Ratio(1.0, 0.0, math.inf, 0) for i in range(len(batch.log_ratios))]
 
-    strict = estimates(rule.separation_confidence) if look else []
-    usual = estimates(rule.confidence) if look else []
+    # Separation: after every round when racing (a confidence sequence), else at the looks.
+    strict = (estimates(race_confidence(1 - rule.confidence, batch.rounds, rule.race_start))
+              if racing
+              else estimates(rule.separation_confidence) if look and not rule.race else [])
+    budgeted = adaptive and rule.budget_seconds is not None
+    usual = estimates(rule.confidence) if look or budgeted else []
     finer = rule.rank_precision if rule.rank_precision is not None else rule.target_precision
     keep = []
     for i in active:
@@ -266,7 +282,7 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
         elif look and _precise_enough(i, usual, finer, rule.target_precision, context,
                                       controls):
             reason = PRECISION
-        elif look and i not in controls and _neighbours_clear(i, strict, context, controls):
+        elif strict and i not in controls and neighbours_clear(i, strict, context, controls):
             reason = SEPARATED
         elif (look and batch.rounds >= MIN_ROUNDS_PER_COPY * rule.copies
               and _floor_reached(batch, i, rule)):
@@ -279,7 +295,39 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
             keep.append(i)
         else:
             batch.stop_reason[i] = reason
+    if budgeted and batch.rounds >= rule.min_rounds:
+        for i in _over_budget(batch, keep, rule, usual, finer, context, waiting, controls):
+            batch.stop_reason[i] = BUDGET
+            keep.remove(i)
     return keep
+
+
+def _over_budget(batch: PairedBatch, active: list[int], rule: StopRule, usual: list[Ratio],
+                 finer: float, context: Sequence[tuple[float, float]], waiting: set[int],
+                 controls: set[int]) -> list[int]:
+    """Configs the budget stops now: all once the seconds are spent; before that the settled
+    ones (95% CI apart from 1.0 and the neighbours) as soon as the seconds left would not pay
+    for the rounds the overlapping ones still need (measure/racing.py)."""
+    assert rule.budget_seconds is not None
+    left = rule.budget_seconds - sum(batch.seconds)
+    timed = [i for i in active if i not in waiting]
+    if left <= 0:
+        return timed
+    settled = [i for i in timed
+               if i not in controls and neighbours_clear(i, usual, context, controls)]
+    open_ = [i for i in timed if i not in settled]
+    if not settled or not open_:
+        return []
+
+    def cost(i: int) -> float:  # seconds a round of item i costs (its share of the default's)
+        return batch.seconds[i] / max(1, len(batch.log_ratios[i]))
+
+    need = [min(rounds_to_width(usual[i].half_width, usual[i].rounds, finer),
+                rule.max_rounds - batch.rounds,
+                (rule.max_seconds_per_config - batch.seconds[i]) / max(cost(i), 1e-12))
+            for i in open_]
+    overhead = sum(cost(i) for i in active if i in waiting)
+    return settled if seconds_needed(need, [cost(i) for i in open_], overhead) > left else []
 
 
 def _precise_enough(i: int, estimates: list[Ratio], finer: float, target: float,
@@ -288,7 +336,7 @@ def _precise_enough(i: int, estimates: list[Ratio], finer: float, target: float,
     1.0 and its rank neighbours' CIs (controls are not ranked)."""
     width = estimates[i].half_width
     return width <= finer or (width <= target and (
-        i in controls or _neighbours_clear(i, estimates, context, controls)))
+        i in controls or neighbours_clear(i, estimates, context, controls)))
 
 
 def _floor_reached(batch: PairedBatch, i: int, rule: StopRule) -> bool:

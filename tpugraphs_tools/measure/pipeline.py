@@ -41,6 +41,7 @@ from tpugraphs_tools.measure.processes import (
     signal_all,
     split_cpus,
 )
+from tpugraphs_tools.measure.racing import budget_share
 from tpugraphs_tools.measure.replicas import ProcessSpread, combine
 from tpugraphs_tools.measure.results import CRASH, DUPLICATE, NOOP, OK, TIMEOUT, ConfigResult
 
@@ -89,6 +90,7 @@ class _RunState:
     # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
     # (a new process is not in the round's pause list).
     recycle: set[int] = field(default_factory=set)
+    spent: float = 0.0  # timed seconds of the graph's budget spent, per measurement process
 
     @property
     def busy(self) -> bool:
@@ -243,8 +245,12 @@ class PipelinedMeasurer:
             size = min(self.opts.timing_batch, len(state.compiled))
             state.batch = [state.compiled.popleft() for _ in range(size)]
         if state.batch:
+            later = (len(state.todo) + len(state.compiling) + len(state.compiled)
+                     + len(state.singles))
+            share = budget_share(self.spec.stop.budget_seconds, state.spent,
+                                 len(state.batch), later)
             state.message = Batch([*state.batch, *self._repeat(state.singles)],
-                                  self._pause_list(), context())
+                                  self._pause_list(), context(), budget_seconds=share)
             self._phase, state.timed_by = 0, []
             self._measurer.conn.send(state.message)
             state.batch_started = time.monotonic()
@@ -308,6 +314,7 @@ class PipelinedMeasurer:
         for flight in state.compiling.values():  # stopped compiles did not progress
             flight.started += paused
         state.timed_by.append(results)
+        state.spent += sum(r.timed_seconds or 0.0 for r in results) / self.processes
         if self._phase + 1 < self.processes:  # the next process times it too
             self._phase += 1
             k = next((r.runs_per_sample for r in results if r.runs_per_sample), None)

@@ -87,23 +87,26 @@ class PairedEngine:
                    if item.result.status == CONTROL or item.result.repeat_of is not None]
         paired_labels(loaded.defaults, loaded.items, self.spec, self.runs_per_sample,
                       message.context, self.placement, waiting,
-                      [item.result for item in items], seed=loaded.seed)
+                      [item.result for item in items], seed=loaded.seed,
+                      budget_seconds=message.budget_seconds)
 
 
 def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec, k: int,
                   context: list[tuple[float, float]], placement: Placement, waiting: list[int],
-                  results: list[ConfigResult], seed: int | None = None) -> None:
+                  results: list[ConfigResult], seed: int | None = None,
+                  budget_seconds: float | None = None) -> None:
     """Time ``runs`` against ``reference`` in paired rounds and label ``results`` (one per
     run); each run is a list of loaded copies of one program (``spec.stop.copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
-    never stop it."""
+    never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none)."""
 
     def sample(i: int, copy: int) -> tuple[float, float]:
         copies = reference if i < 0 else runs[i]
         return timed_sample(copies[copy % len(copies)], k)
 
     # Fewer copies than asked when loading ran out of memory (load_copies).
-    rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]))
+    rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]),
+                               budget_seconds=budget_seconds)
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement,
                         seed=seed)
