@@ -34,14 +34,16 @@ from tpugraphs_tools.measure.racing import (
     rounds_to_width,
     seconds_needed,
 )
+from tpugraphs_tools.measure.results import StopReason
 
 TRIM = 0.2
 
-# Why a config stopped being timed (configs.parquet ``stop_reason``).
+# Why a config stopped being timed (configs.parquet ``stop_reason``; one enum, results.py).
 PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
-    "precision", "separated", "max_rounds", "max_seconds", "batch_done", "placement_floor")
-FIXED = "fixed_rounds"
-BUDGET = "budget"  # the graph's --budget-seconds ran out (measure/racing.py)
+    StopReason.PRECISION, StopReason.SEPARATED, StopReason.MAX_ROUNDS, StopReason.MAX_SECONDS,
+    StopReason.BATCH_DONE, StopReason.PLACEMENT_FLOOR)
+FIXED = StopReason.FIXED_ROUNDS
+BUDGET = StopReason.BUDGET
 # A copy's mean log-ratio is trusted from this many rounds on: below it the spread between
 # copies makes a wild estimate (copy_spread), so the placement floor waits for every copy to
 # have been timed this often.
