@@ -27,6 +27,9 @@ class Case:
     expect: tuple[Expect, ...]
     arrays: Callable[[Arrays], Arrays | None] | None = None
     raw: Callable[[Path], None] | None = None  # rewrites the file's bytes instead
+    # What an official tree reports, where it differs: TpuGraphs' TPU data may list only the
+    # minor-most dims of a layout (distinct dims followed by -1s), tgt's datasets never do.
+    tree_expect: tuple[Expect, ...] | None = None
 
 
 def _set(key: str, index: tuple | int, value: float) -> Callable[[Arrays], None]:
@@ -197,11 +200,17 @@ CASES = [
     Case("layout_repeat", L, (Expect("values.layout_group", key="node_config_feat", index=2),),
          arrays=_group("node_config_feat", 2, 0, 6, [0, 0])),
     Case("layout_gap", L, (Expect("values.layout_group", key="node_config_feat", index=1),),
-         arrays=_group("node_config_feat", 1, 1, 6, [1, 2])),
+         arrays=_group("node_config_feat", 1, 1, 6, [1, 2]), tree_expect=()),
+    Case("layout_prefix", L, (Expect("values.layout_group", key="node_config_feat", index=2),),
+         arrays=_group("node_config_feat", 2, 0, 0, [1]), tree_expect=()),
+    Case("layout_prefix_rank", L,
+         (Expect("values.layout_group", key="node_config_feat", index=1),),
+         arrays=_group("node_config_feat", 1, 0, 0, [5]),
+         tree_expect=(Expect("values.layout_rank", key="node_config_feat", index=1),)),
     Case("layout_hole", L, (Expect("values.layout_group", key="node_config_feat", index=3),),
          arrays=_set("node_config_feat", (3, 0, 6), -1)),
     Case("layout_rank", L, (Expect("values.layout_rank", key="node_config_feat", index=0),),
-         arrays=_group("node_config_feat", 0, 0, 0, [0])),
+         arrays=_group("node_config_feat", 0, 0, 0, [0]), tree_expect=()),
     Case("normalizer", T,
          (Expect("values.normalizer_nonpositive", key="config_runtime_normalizers",
                  index=1),),
@@ -254,5 +263,7 @@ def test_npz_fault(case: Case, target: str, tgt_ds: Path, tree: Path) -> None:
     rel = TARGETS[(target, case.collection)]
     inject(root, rel, case)
     report = validate_path(root)
-    assert_found(report, case.expect, rel)
-    assert report.ok() == all(CHECKS[e.check].severity == "warning" for e in case.expect)
+    expect = case.tree_expect if target == "tree" and case.tree_expect is not None \
+        else case.expect
+    assert_found(report, expect, rel)
+    assert report.ok() == all(CHECKS[e.check].severity == "warning" for e in expect)

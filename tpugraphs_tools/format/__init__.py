@@ -39,6 +39,7 @@ from tpugraphs_tools.format._splits import (
 )
 from tpugraphs_tools.format._tree import (
     SPLITS,
+    TPUGRAPHS_SOURCE,
     TreeEntry,
     TreeHints,
     check_name,
@@ -50,7 +51,8 @@ from tpugraphs_tools.format._tree import (
 __all__ = [
     "COLLECTIONS", "CONFIGURABLE_IDS", "CONFIGURABLE_OPCODES", "DEFAULT_RATIOS", "KINDS", "LAYOUT",
     "LAYOUT_CONFIG_WIDTH", "LAYOUT_SOURCES", "NODE_FEATURE_WIDTH", "OPCODE_IDS", "OPCODE_NAMES",
-    "SPLITS", "SPLIT_BY", "TILE", "TILE_CONFIG_WIDTH", "TOMBSTONE_IDS", "UNKNOWN_ID", "ArraySpec",
+    "SPLITS", "SPLIT_BY", "TILE", "TILE_CONFIG_WIDTH", "TOMBSTONE_IDS", "TPUGRAPHS_SOURCE",
+    "UNKNOWN_ID", "ArraySpec",
     "Collection", "Kind", "SplitPlan", "TreeEntry", "TreeHints", "assign_splits", "check_name",
     "collection_of", "detect_kind", "group_quotas", "official_keys_table", "opcode_id",
     "parse_ratios", "parse_tree_path", "tree_hints", "tree_path"

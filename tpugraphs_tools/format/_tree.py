@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format._collections import COLLECTIONS, KINDS, Kind, collection_of
 
+# The graphs table's ``source`` of data measured by TpuGraphs' own pipeline (official trees,
+# TPU tuning protos), as opposed to a program tgt lowered and timed itself.
+TPUGRAPHS_SOURCE = "tpugraphs"
 SPLITS = ("train", "valid", "test")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _STEM = re.compile(r"^(?!\.)[^/\\\x00]+$")  # official stems: any single, non-hidden name

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.format import TreeEntry, collection_of, parse_tree_path
+from tpugraphs_tools.format import TPUGRAPHS_SOURCE, TreeEntry, collection_of, parse_tree_path
 from tpugraphs_tools.parallel import make_pool
 from tpugraphs_tools.publish._npz import read_official_npz
 from tpugraphs_tools.publish._official import conform, num_configs
@@ -96,7 +96,7 @@ def graph_row(entry: TreeEntry, arrays: dict[str, np.ndarray], fingerprint: str,
         "collection": spec.kind.value,
         "program": entry.stem,
         "program_args": json.dumps({"tree_path": entry.rel}, sort_keys=True),
-        "source": "tpugraphs",
+        "source": TPUGRAPHS_SOURCE,
         "source_path": entry.rel,
         "hlo_stage": spec.hlo_stage,
         "fingerprint": fingerprint,

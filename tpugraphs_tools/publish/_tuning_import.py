@@ -37,6 +37,7 @@ from tpugraphs_tools.format import (
     LAYOUT_CONFIG_WIDTH,
     TILE,
     TILE_CONFIG_WIDTH,
+    TPUGRAPHS_SOURCE,
     Collection,
 )
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file
@@ -273,7 +274,7 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
                                     "module_index": module.index,
                                     "module_fingerprint": str(int(msg.fingerprint))},
                                    sort_keys=True),
-        "source": "tpugraphs", "source_path": module.source_path,
+        "source": TPUGRAPHS_SOURCE, "source_path": module.source_path,
         "hlo_stage": kind.hlo_stage, "fingerprint": fp, "backend": backend,
         "device_kind": None, "config_space": CONFIG_SPACE[kind.kind.value],
         "num_nodes": graph.num_nodes, "num_edges": int(graph.edge_index.shape[0]),

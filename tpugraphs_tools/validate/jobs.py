@@ -25,6 +25,8 @@ class NpzJob:
     max_array_bytes: int
     before: tuple[Finding, ...] = ()
     tag: str = ""
+    # Layout groups may be partial minor_to_major prefixes: TpuGraphs' own (TPU) data.
+    partial_layouts_ok: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ def run_npz_job(job: NpzJob) -> NpzResult:
     report = Report(root="")
     summary = check_npz(job.path, job.rel, job.collection, report,
                         hidden_runtimes_ok=job.hidden_runtimes_ok,
+                        partial_layouts_ok=job.partial_layouts_ok,
                         max_array_bytes=job.max_array_bytes)
     return NpzResult(job, tuple(report.findings), summary, report.files_checked)
 

@@ -32,19 +32,23 @@ for _slot in range(3):
     _W18[6 * _slot:6 * _slot + 6, _slot] = _WEIGHTS
 
 
-def _build_lut() -> tuple[np.ndarray, np.ndarray]:
-    """valid[code], k[code] for every base-7 code of a 6-slot group."""
+def _build_lut() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """permutation[code], distinct[code], k[code], top[code] for every base-7 code of a 6-slot
+    group: a permutation of 0..k-1 followed by -1s; k distinct dims followed by -1s (a prefix
+    of a minor_to_major: the TPU autotuner fixes only the minor-most dims, e.g. [4, 0] on a
+    rank-5 tensor); its length; its largest dim (-1 when empty)."""
     codes = np.arange(_BASE ** 6)
     digits = (codes[:, None] // (_BASE ** np.arange(6))) % _BASE - 1  # values -1..5
     present = digits >= 0
     k = present.sum(axis=1)
     prefix = np.all(present[:, 1:] <= present[:, :-1], axis=1)  # no value after a -1
     bits = np.where(present, 1 << np.clip(digits, 0, 5), 0).sum(axis=1)
-    valid = prefix & (bits == (1 << k) - 1)  # k distinct values all < k: a permutation
-    return valid, k.astype(np.int8)
+    distinct = np.array([bin(b).count("1") for b in bits]) == k
+    permutation = prefix & (bits == (1 << k) - 1)  # k distinct values all < k
+    return permutation, prefix & distinct, k.astype(np.int8), digits.max(axis=1).astype(np.int8)
 
 
-_VALID, _K = _build_lut()
+_PERMUTATION, _DISTINCT, _K, _TOP = _build_lut()
 _MULT = np.random.default_rng(0x7470).integers(1, 2**63, size=1 << 16, dtype=np.uint64) \
     | np.uint64(1)
 
@@ -70,6 +74,9 @@ class LayoutConfigScan:
     rel: str
     node_ids: np.ndarray | None         # node_config_ids (for messages)
     ranks: np.ndarray | None            # rank per configurable node (-1 unknown), or None
+    # TpuGraphs' own data (official trees, TPU tuning imports) lists only the dims the TPU
+    # autotuner fixed; tgt's collections always write whole permutations.
+    partial_ok: bool = False
     finite: _First = field(default_factory=_First)
     range_: _First = field(default_factory=_First)
     group: _First = field(default_factory=_First)
@@ -132,27 +139,37 @@ class LayoutConfigScan:
                       start + int(i))
 
     def _check_groups(self, start: int, chunk: np.ndarray, codes: np.ndarray) -> None:
-        valid = _VALID[codes]
+        valid = (_DISTINCT if self.partial_ok else _PERMUTATION)[codes]
+        rule = ("distinct dims followed by -1s" if self.partial_ok
+                else "a permutation of 0..k-1 followed by -1s")
         if not valid.all():
             where = np.flatnonzero(~valid.reshape(-1))
             i, j, s = np.unravel_index(int(where[0]), valid.shape)
             group = chunk[i, j, 6 * s:6 * s + 6].astype(np.int64).tolist()
             self.group.add(int(where.size),
                            f"config {start + i}, {self._node(int(j))}, {SLOTS[s]} slot "
-                           f"[{6 * s}:{6 * s + 6}] = {group}: neither all -1 nor a permutation "
-                           "of 0..k-1 followed by -1s", start + int(i))
+                           f"[{6 * s}:{6 * s + 6}] = {group}: neither all -1 nor {rule}",
+                           start + int(i))
         if self.ranks is None:
             return
         k0 = _K[codes[:, :, 0]]
         known = (self.ranks >= 0)[None, :]  # -1: rank unknown (bad node id or node_feat)
-        wrong = (k0 != 0) & (k0 != self.ranks[None, :]) & valid[:, :, 0] & known
+        rank = self.ranks[None, :]
+        if self.partial_ok:  # a prefix: no longer than the rank, every dim below it
+            mismatch = (k0 > rank) | (_TOP[codes[:, :, 0]] >= rank)
+        else:
+            mismatch = (k0 != 0) & (k0 != rank)
+        wrong = mismatch & valid[:, :, 0] & known
         if wrong.any():
             where = np.flatnonzero(wrong.reshape(-1))
             i, j = np.unravel_index(int(where[0]), wrong.shape)
+            if self.partial_ok:
+                what = f"{chunk[i, j, 0:6].astype(np.int64).tolist()} does not fit"
+            else:
+                what = f"has {int(k0[i, j])} entries but"
             self.rank.add(int(where.size),
-                          f"config {start + i}, {self._node(int(j))}: output layout has "
-                          f"{int(k0[i, j])} entries but the node has rank "
-                          f"{int(self.ranks[j])}", start + int(i))
+                          f"config {start + i}, {self._node(int(j))}: output layout {what} "
+                          f"the node has rank {int(self.ranks[j])}", start + int(i))
 
     def _hash(self, codes: np.ndarray) -> None:
         """One 64-bit polynomial hash per config row (wrapping uint64 arithmetic)."""

@@ -41,7 +41,7 @@ class NpzSummary:
 
 
 def check_npz(path: Path, rel: str, collection: str | None, report: Report, *,
-              hidden_runtimes_ok: bool = False,
+              hidden_runtimes_ok: bool = False, partial_layouts_ok: bool = False,
               max_array_bytes: int = MAX_ARRAY_BYTES) -> NpzSummary | None:
     """Run every structure/graph/value check on one npz; never holds more than one big chunk."""
     report.files_checked += 1
@@ -58,16 +58,17 @@ def check_npz(path: Path, rel: str, collection: str | None, report: Report, *,
                             "nor config_feat (tile) present; cannot choose checks", rel)
                 return None
         layout = check_structure(reader, rel, collection, report, max_array_bytes)
-        _FileCheck(reader, layout, rel, report, hidden_runtimes_ok).run()
+        _FileCheck(reader, layout, rel, report, hidden_runtimes_ok, partial_layouts_ok).run()
     d = layout.dims
     return NpzSummary(collection, d.get("n"), d.get("m"), d.get("nc"), d.get("c"))
 
 
 class _FileCheck:
     def __init__(self, reader: NpzReader, layout: FileLayout, rel: str, report: Report,
-                 hidden_runtimes_ok: bool) -> None:
+                 hidden_runtimes_ok: bool, partial_layouts_ok: bool = False) -> None:
         self.reader, self.layout, self.rel, self.report = reader, layout, rel, report
         self.hidden_ok = hidden_runtimes_ok
+        self.partial_ok = partial_layouts_ok
         self.arrays: dict[str, np.ndarray] = {}
 
     def _read(self, key: str) -> np.ndarray | None:
@@ -148,7 +149,7 @@ class _FileCheck:
         ids = self.arrays.get("node_config_ids")
         if ranks is not None and ranks.shape[0] != member.shape[1]:
             ranks = None  # nc mismatch already reported; ranks would be misaligned
-        scan = LayoutConfigScan(self.rel, ids, ranks)
+        scan = LayoutConfigScan(self.rel, ids, ranks, partial_ok=self.partial_ok)
         try:
             for start, chunk in self.reader.chunks(member, reuse=True):
                 scan.update(start, chunk)

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from tpugraphs_tools.format import KINDS
+from tpugraphs_tools.format import KINDS, TPUGRAPHS_SOURCE
 from tpugraphs_tools.parallel import Pool, make_pool
 from tpugraphs_tools.store import MANIFEST, Part, TableInfo
 from tpugraphs_tools.validate import dataset_checks, dataset_rows, table_checks, tree_checks
@@ -40,7 +40,8 @@ def validate_path(path: str | Path, max_errors: int | None = None, *,
     report = Report(root=str(root), max_errors=max_errors)
     if root.is_file():
         report.kind = "npz"
-        check_npz(root, root.name, None, report, max_array_bytes=max_array_bytes)
+        check_npz(root, root.name, None, report, partial_layouts_ok=True,
+                  max_array_bytes=max_array_bytes)
         return report
     if not root.is_dir():
         report.emit("dataset.not_a_dataset", "no such file or directory", str(root))
@@ -230,7 +231,8 @@ class _GraphFiles:
             path = None
         collection = row.get("collection")
         return NpzJob(path, str(rel), collection if collection in KINDS else None,
-                      False, self.max_array_bytes, tuple(pre.findings), graph_id)
+                      False, self.max_array_bytes, tuple(pre.findings), graph_id,
+                      partial_layouts_ok=row.get("source") == TPUGRAPHS_SOURCE)
 
     def check(self, graph_ids: list[str], refs: dataset_rows.ConfigRefs) -> None:
         todo = sorted((g for g in graph_ids if g not in self.done and g in self.positions),
