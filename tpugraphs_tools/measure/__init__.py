@@ -21,7 +21,8 @@ from tpugraphs_tools.measure.options import (
     option_kind,
 )
 from tpugraphs_tools.measure.paired import TRIM
-from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
+from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
+from tpugraphs_tools.measure.pipeline_state import PipelineOptions
 from tpugraphs_tools.measure.realized import honoured_json, options_key
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,

@@ -17,7 +17,7 @@ from tpugraphs_tools.configs import STRATEGIES
 from tpugraphs_tools.measure.engines import traits_of
 from tpugraphs_tools.measure.messages import ENGINES, SessionSpec
 from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.pipeline import PipelineOptions
+from tpugraphs_tools.measure.pipeline_state import PipelineOptions
 from tpugraphs_tools.measure.processes import ISOLATIONS
 
 # Sections of ``tgt collect --help`` (OptionInfo.group), in this order.

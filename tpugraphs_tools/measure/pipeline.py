@@ -22,7 +22,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from multiprocessing.connection import wait
 
 from tpugraphs_tools.measure import workers as W
@@ -34,6 +34,12 @@ from tpugraphs_tools.measure.messages import (
     Job,
     SessionSpec,
     WorkerError,
+)
+from tpugraphs_tools.measure.pipeline_state import (
+    Compiling,
+    PipelineOptions,
+    RepeatPool,
+    RunState,
 )
 from tpugraphs_tools.measure.processes import (
     WorkerProcess,
@@ -50,52 +56,9 @@ OnResult = Callable[[ConfigResult], None]
 # A measurement worker starts by importing jax, compiling the default config and running it
 # (fixed engine: timing it alone too): two config timeouts, plus a minute for the start.
 READY_TIMEOUTS, READY_START_S = 2, 60.0
-# Configs timed ok kept to be timed again (``repeat`` rows): the latest few only, as their
-# serialized executables are big.
-REPEAT_POOL = 8
 # A timed item's budget is its own samples plus its share of the default's: at most twice
 # ``max_seconds_per_config`` (measure/paired.py charges the default's sample to the round).
 BUDGET_SHARES = 2
-
-
-@dataclass
-class PipelineOptions:
-    """How the workers are driven (derived from MeasureOptions in measure/options.py)."""
-
-    compile_workers: int = 1
-    timing_batch: int = 16    # configs timed together against one default per round
-    timeout_s: float = 120.0
-    isolation: str = "auto"   # auto | pin | pause | none (processes.resolve_isolation)
-    lookahead: int = 8
-
-
-@dataclass
-class _Compiling:
-    job: Job
-    started: float
-
-
-@dataclass
-class _RunState:
-    """What one ``PipelinedMeasurer.run`` tracks between the steps of its event loop."""
-
-    todo: deque[Job]
-    compiling: dict[int, _Compiling] = field(default_factory=dict)  # compiler slot -> job
-    compiled: deque[Compiled] = field(default_factory=deque)  # waiting to be timed
-    singles: deque[Compiled] = field(default_factory=deque)   # retried alone after a crash
-    batch: list[Compiled] = field(default_factory=list)       # being timed
-    batch_started: float = 0.0
-    message: Batch = field(default_factory=lambda: Batch([]))
-    timed_by: list[list[ConfigResult]] = field(default_factory=list)  # results per process
-    # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
-    # (a new process is not in the round's pause list).
-    recycle: set[int] = field(default_factory=set)
-    spent: float = 0.0  # timed seconds of the graph's budget spent, per measurement process
-
-    @property
-    def busy(self) -> bool:
-        return bool(self.todo or self.compiling or self.compiled or self.singles
-                    or self.batch)
 
 
 class PipelinedMeasurer:
@@ -111,11 +74,10 @@ class PipelinedMeasurer:
         self.measure_cpus, self.compile_cpus = split_cpus(self.isolation)
         self.default_info: DefaultInfo | None = None
         self.restarts = 0
-        self.repeats_sent = 0
-        self._timed_ok: list[Compiled] = []  # compiled items timed ok (repeat pool)
         # Paired engine: every batch is timed in each measurement process in turn, and the
         # labels are combined (replicas.py); ``_phase`` is the process timing now.
         self.traits = traits_of(spec.engine)
+        self.repeats = RepeatPool(self.traits.repeats_per_batch)
         self.processes = max(1, spec.processes) if self.traits.replicated else 1
         self.spread = ProcessSpread()
         self._measures: list[WorkerProcess | None] = [None] * self.processes
@@ -194,7 +156,7 @@ class PipelinedMeasurer:
         stops a config once it is separated from its rank neighbours among them).
         """
         self.start()
-        state = _RunState(deque(jobs))
+        state = RunState(deque(jobs))
         while state.busy:
             if state.recycle and not state.batch:
                 self._recycle(state)
@@ -217,13 +179,13 @@ class PipelinedMeasurer:
                 state.batch = []
         self._recycle(state)  # the next run() must find live workers
 
-    def _recycle(self, state: _RunState) -> None:
+    def _recycle(self, state: RunState) -> None:
         """Start fresh compile workers in the slots whose worker exited after its job."""
         for slot in state.recycle:
             self._replace_compiler(slot, restart=False)
         state.recycle.clear()
 
-    def _feed_compilers(self, state: _RunState) -> None:
+    def _feed_compilers(self, state: RunState) -> None:
         """Give every idle compile worker a job while the look-ahead window has room."""
         in_flight = len(state.compiling) + len(state.compiled) + len(state.batch)
         for slot, proc in enumerate(self._compilers):
@@ -231,10 +193,10 @@ class PipelinedMeasurer:
                     and in_flight < self.opts.lookahead):
                 job = state.todo.popleft()
                 proc.conn.send(job)
-                state.compiling[slot] = _Compiling(job, time.monotonic())
+                state.compiling[slot] = Compiling(job, time.monotonic())
                 in_flight += 1
 
-    def _send_batch(self, state: _RunState,
+    def _send_batch(self, state: RunState,
                     context: Callable[[], list[tuple[float, float]]]) -> None:
         """Send the next batch to the first measurement process: a config retried alone, a
         full batch, or what is left once nothing is compiling."""
@@ -249,13 +211,13 @@ class PipelinedMeasurer:
                      + len(state.singles))
             share = budget_share(self.spec.stop.budget_seconds, state.spent,
                                  len(state.batch), later)
-            state.message = Batch([*state.batch, *self._repeat(state.singles)],
+            state.message = Batch([*state.batch, *self.repeats.pick(state.singles)],
                                   self._pause_list(), context(), budget_seconds=share)
             self._phase, state.timed_by = 0, []
             self._measurer.conn.send(state.message)
             state.batch_started = time.monotonic()
 
-    def _wait(self, state: _RunState) -> Sequence[object] | None:
+    def _wait(self, state: RunState) -> Sequence[object] | None:
         """Wait for a worker's message or the nearest deadline; None when nothing is out."""
         conns = [self._compilers[s].conn for s in state.compiling]
         deadlines = [c.started + self.opts.timeout_s for c in state.compiling.values()]
@@ -266,7 +228,7 @@ class PipelinedMeasurer:
             return None
         return wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
 
-    def _receive_compiled(self, state: _RunState, ready: Sequence[object], known: dict[str, int],
+    def _receive_compiled(self, state: RunState, ready: Sequence[object], known: dict[str, int],
                           on_result: OnResult) -> None:
         """Take in compiled configs (no-ops and duplicates are settled here), crashes and
         timed-out compiles."""
@@ -300,7 +262,7 @@ class PipelinedMeasurer:
                                              " s; worker killed"))
                 self._replace_compiler(slot)
 
-    def _receive_timed(self, state: _RunState, on_result: OnResult) -> None:
+    def _receive_timed(self, state: RunState, on_result: OnResult) -> None:
         """Take a measurement process's results: send the batch on to the next process, or
         combine the processes' labels and report them."""
         try:
@@ -328,8 +290,7 @@ class PipelinedMeasurer:
         if len(state.timed_by) > 1:
             results = combine(state.timed_by, self.spread, self.spec.stop.confidence)
         ok = {r.index for r in results if r.status == OK and r.repeat_of is None}
-        self._timed_ok = [*self._timed_ok,
-                          *(item for item in state.batch if item.index in ok)][-REPEAT_POOL:]
+        self.repeats.keep(item for item in state.batch if item.index in ok)
         for result in results:
             on_result(result)
         state.batch = []
@@ -343,18 +304,6 @@ class PipelinedMeasurer:
             limit += (BUDGET_SHARES * self.spec.stop.max_seconds_per_config
                       * (items + 1 + self.traits.repeats_per_batch))
         return limit
-
-    def _repeat(self, singles: deque[Compiled]) -> list[Compiled]:
-        """Configs of earlier batches timed again in this one (paired engine), so the labels'
-        CIs can include the variance between timing windows (collect/labels.py widens them)."""
-        if not self.traits.repeats_per_batch or not self._timed_ok or singles:
-            return []
-        picked = []
-        for _ in range(min(self.traits.repeats_per_batch, len(self._timed_ok))):
-            item = self._timed_ok[self.repeats_sent % len(self._timed_ok)]
-            self.repeats_sent += 1
-            picked.append(replace(item, repeat_of=item.index))
-        return picked
 
     def run_control(self, on_result: OnResult) -> None:
         """Paired engine: time the A/A control alone against the default (a graph none of

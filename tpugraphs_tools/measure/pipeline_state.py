@@ -1,0 +1,81 @@
+"""What the pipelined measurer is told (``PipelineOptions``), what its event loop tracks
+between steps (``RunState``) and which configs it times again (``RepeatPool``): kept apart so
+``pipeline.py`` holds only the loop and the workers."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from tpugraphs_tools.measure.messages import Batch, Compiled, Job
+from tpugraphs_tools.measure.results import ConfigResult
+
+
+@dataclass
+class PipelineOptions:
+    """How the workers are driven (derived from MeasureOptions in measure/options.py)."""
+
+    compile_workers: int = 1
+    timing_batch: int = 16    # configs timed together against one default per round
+    timeout_s: float = 120.0
+    isolation: str = "auto"   # auto | pin | pause | none (processes.resolve_isolation)
+    lookahead: int = 8
+
+
+@dataclass
+class Compiling:
+    job: Job
+    started: float
+
+
+@dataclass
+class RunState:
+    """What one ``PipelinedMeasurer.run`` tracks between the steps of its event loop."""
+
+    todo: deque[Job]
+    compiling: dict[int, Compiling] = field(default_factory=dict)  # compiler slot -> job
+    compiled: deque[Compiled] = field(default_factory=deque)  # waiting to be timed
+    singles: deque[Compiled] = field(default_factory=deque)   # retried alone after a crash
+    batch: list[Compiled] = field(default_factory=list)       # being timed
+    batch_started: float = 0.0
+    message: Batch = field(default_factory=lambda: Batch([]))
+    timed_by: list[list[ConfigResult]] = field(default_factory=list)  # results per process
+    # fresh_compiler_per_job: slots whose worker exited, restarted once no round is timed
+    # (a new process is not in the round's pause list).
+    recycle: set[int] = field(default_factory=set)
+    spent: float = 0.0  # timed seconds of the graph's budget spent, per measurement process
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.todo or self.compiling or self.compiled or self.singles
+                    or self.batch)
+
+
+# Configs timed ok kept to be timed again (``repeat`` rows): the latest few only, as their
+# serialized executables are big.
+REPEAT_POOL = 8
+
+
+@dataclass
+class RepeatPool:
+    """Configs of earlier batches timed again in a later one (paired engine), so the labels'
+    CIs can include the variance between timing windows (collect/labels.py widens them)."""
+
+    per_batch: int
+    timed_ok: list[Compiled] = field(default_factory=list)
+    sent: int = 0
+
+    def keep(self, items: Iterable[Compiled]) -> None:
+        self.timed_ok = [*self.timed_ok, *items][-REPEAT_POOL:]
+
+    def pick(self, singles: deque[Compiled]) -> list[Compiled]:
+        """The next few, in turn; none while configs are being retried one at a time."""
+        if not self.per_batch or not self.timed_ok or singles:
+            return []
+        picked = []
+        for _ in range(min(self.per_batch, len(self.timed_ok))):
+            item = self.timed_ok[self.sent % len(self.timed_ok)]
+            self.sent += 1
+            picked.append(replace(item, repeat_of=item.index))
+        return picked
