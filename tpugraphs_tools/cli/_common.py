@@ -9,7 +9,7 @@ import functools
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import click
 from rich.console import Console
@@ -27,6 +27,15 @@ from tpugraphs_tools.errors import TgtError
 
 DEFAULT_DATA = "data/"
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class BarRow(Protocol):
+    """One row of :meth:`Terminal.bars`: ``description ━━━ done/total text``."""
+
+    description: str
+    done: int
+    total: int | None
+    text: str
 
 
 class Terminal:
@@ -108,6 +117,32 @@ class Terminal:
                       console=self.console, transient=True) as bar:
             task = bar.add_task(label, total=None)
             yield lambda done, total: bar.update(task, completed=done, total=total)
+
+    @contextmanager
+    def bars(self) -> Iterator[Callable[[Sequence[BarRow]], None]]:
+        """Live rows ``description ━━━ done/total text elapsed``, one per row of the latest
+        ``show(rows)``; a row's elapsed time restarts when its description changes. Like the
+        spinner, drawn only on an interactive terminal (piped output stays results-only)."""
+        if not self.interactive:
+            yield _ignore
+            return
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("{task.fields[text]}"),
+                      console=self.console, transient=True) as bar:
+            tasks: list[Any] = []
+
+            def show(rows: Sequence[BarRow]) -> None:
+                while len(tasks) < len(rows):
+                    tasks.append(bar.add_task("", total=None, text=""))
+                for task, row in zip(tasks, rows, strict=False):
+                    if bar.tasks[task].description != row.description:
+                        bar.reset(task, description=row.description)
+                    bar.update(task, completed=row.done, total=row.total, text=row.text,
+                               visible=True)
+                for task in tasks[len(rows):]:
+                    bar.update(task, visible=False)
+
+            yield show
 
 
 def _ignore(*_args: object) -> None:

@@ -110,10 +110,11 @@ def _run(request: Any, executor: str, address: str | None) -> Any:
         from tpugraphs_tools.collect import collect_with_ray
 
         return collect_with_ray(request, address=address, progress=terminal.print)
+    from tpugraphs_tools.collect import bar_lines
     from tpugraphs_tools.collect import collect as run_collect
 
-    with terminal.status("collecting") as show:
-        return run_collect(request, progress=show)
+    with terminal.bars() as show:
+        return run_collect(request, progress=lambda event: show(bar_lines(event)))
 
 
 def _print_summary(summary: Any) -> None:
@@ -131,6 +132,16 @@ def _print_summary(summary: Any) -> None:
         _print_config_summary({g: s.to_json() for g, s in summary.configs.items()})
     for label, tiles in summary.tiles.items():
         _print_tile_summary(label, tiles.to_json())
+    _print_rate(summary)
+
+
+def _print_rate(summary: Any) -> None:
+    """Labels per minute: this run's ok labels over its wall time (resumed rows not counted)."""
+    if summary.labels_per_minute is None:
+        return  # the Ray executor does not time its runs
+    minutes = summary.wall_seconds / 60
+    terminal.print(f"labels per minute: {summary.labels_per_minute:.1f} ({summary.labels} ok "
+                   f"labels measured in {minutes:.1f} min of wall time)", highlight=False)
 
 
 def _print_tile_summary(label: str, s: dict) -> None:

@@ -5,12 +5,29 @@ from tpugraphs_tools.collect.failures import EXIT_PARTIAL
 from tpugraphs_tools.collect.graphs import CollectedGraph, collect_hlo_file, collect_source
 from tpugraphs_tools.collect.layout import collect_layout_configs
 from tpugraphs_tools.collect.plan import load_plan_file, make_item, request_from_plan
+from tpugraphs_tools.collect.progress import BarLine, ProgressEvent, bar_lines, format_eta
 from tpugraphs_tools.collect.run import CollectItem, CollectRequest, CollectSummary, collect
 from tpugraphs_tools.collect.status import collection_status
 from tpugraphs_tools.measure import MeasureOptions
 
 __all__ = [
-    "EXIT_PARTIAL", "CollectItem", "CollectRequest", "CollectSummary", "CollectedGraph",
-    "MeasureOptions", "collect", "collect_hlo_file", "collect_layout_configs", "collect_source",
-    "collect_with_ray", "collection_status", "load_plan_file", "make_item", "request_from_plan",
+    "EXIT_PARTIAL",
+    "BarLine",
+    "CollectItem",
+    "CollectRequest",
+    "CollectSummary",
+    "CollectedGraph",
+    "MeasureOptions",
+    "ProgressEvent",
+    "bar_lines",
+    "collect",
+    "collect_hlo_file",
+    "collect_layout_configs",
+    "collect_source",
+    "collect_with_ray",
+    "collection_status",
+    "format_eta",
+    "load_plan_file",
+    "make_item",
+    "request_from_plan",
 ]

@@ -8,9 +8,9 @@ and continues journaled ones: nothing is measured twice and nothing measured is 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +31,17 @@ from tpugraphs_tools.collect.graphs import (
 )
 from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
+from tpugraphs_tools.collect.progress import ProgressEvent, ProgressTracker, Stage
 from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.collect.summary import CollectSummary
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file
-from tpugraphs_tools.measure import MeasureOptions, WorkerError, compile_hlo_source
+from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError, compile_hlo_source
 from tpugraphs_tools.store import Dataset, make_graph_id
 
-Progress = Callable[[str], None]
+Progress = Callable[[ProgressEvent], None]
 
 
 @dataclass
@@ -84,12 +85,15 @@ def resolve_args(name: str, requested: Any) -> Any:
     return default_args(get_program(name), requested.preset, **overrides)
 
 
-def build_graph(item: CollectItem, backend: str | None) -> CollectedGraph:
+def build_graph(item: CollectItem, backend: str | None,
+                stage: Callable[[Stage], None] = lambda _s: None) -> CollectedGraph:
     """Lower/read and featurize one item (cheap and deterministic: done again on resume)."""
     if item.hlo is not None:
+        stage("featurizing")
         return collect_hlo_file(item.hlo, backend=backend)
     args = resolve_args(item.program_name, item.program_args)
     _, src = lower_program(item.program_name, args)
+    stage("featurizing")
     return collect_source(src, program=src.origin, program_args=args.as_dict(), backend=backend)
 
 
@@ -127,7 +131,7 @@ def tile_sources(item: CollectItem, backend: str | None
 
 
 def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
-                  summary: CollectSummary, progress: Progress) -> None:
+                  summary: CollectSummary, tracker: ProgressTracker) -> None:
     """Every kernel of one program's optimized module, committed together (a rerun skips a
     program whose kernels are in the dataset; a killed run re-measures that program only)."""
     unoptimized, optimize, program, args = tile_sources(item, backend)
@@ -140,6 +144,7 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
         summary.graphs.extend(done.to_dicts())
         return
     opts = TileOptions(replace(item.options or TileOptions().measure, backend=backend))
+    tracker.stage("compiling", "the program, for its kernels")
     try:
         optimized = optimize()
     except Exception as exc:  # XLA's own errors (no kernels without the optimized module)
@@ -148,10 +153,14 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
         return
     result = collect_tile(optimized, program=program, program_args=args,
                           parent_graph_id=parent_id, opts=opts,
-                          progress=lambda msg: progress(f"{item.label}: {msg}"))
+                          on_kernel=lambda i, n, name: tracker.kernel(
+                              i, n, opts.configs_per_kernel, name),
+                          on_row=tracker.tile_row)
+    tracker.stage("storing")
     write_graphs(dataset, [g for g, _ in result.graphs],
                  configs={g.graph_id: rows for g, rows in result.graphs})
     summary.graphs.extend(g.row for g, _ in result.graphs)
+    summary.labels += sum(1 for _, rows in result.graphs for r in rows if r["status"] == OK)
     summary.tiles[item.label] = result.summary
 
 
@@ -196,35 +205,60 @@ def commit_graph(dataset: Dataset, collected: CollectedGraph, result: LayoutResu
     summary.graphs.append(collected.row)
 
 
-def _config_progress(progress: Progress, label: str, i: int, n: int) -> None:
-    progress(f"{label}: config {i}/{n}")
+def _planned(item: CollectItem) -> int | None:
+    """An item's config total before it starts: a layout item's requested configs (its space
+    may hold fewer); a tile item's depends on its kernels, unknown until they are found."""
+    if item.collection == Kind.TILE:
+        return None
+    return item.options.configs if item.options is not None and item.options.configs > 0 else 0
 
 
-def collect(request: CollectRequest, progress: Progress = lambda _msg: None) -> CollectSummary:
+def collect(request: CollectRequest, progress: Progress = lambda _event: None
+            ) -> CollectSummary:
+    """Collect ``request`` into its dataset; ``progress`` sees a :class:`ProgressEvent` at
+    every stage and config result (collect/progress.py)."""
+    started = time.monotonic()
     with no_empty_out(request.out):
-        return _collect(request, progress)
+        summary = _collect(request, ProgressTracker(progress, [_planned(i) for i in
+                                                               request.items]))
+    summary.wall_seconds = time.monotonic() - started
+    return summary
 
 
-def _collect(request: CollectRequest, progress: Progress) -> CollectSummary:
+def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     summary = CollectSummary(dataset=str(Path(request.out)))
-    for item in request.items:
-        progress(f"lowering + featurizing {item.label}")
+    for index, item in enumerate(request.items):
+        tracker.begin(index, item.label)
         if item.collection == Kind.TILE:
-            collect_tiles(dataset, item, request.backend, summary, progress)
+            collect_tiles(dataset, item, request.backend, summary, tracker)
+            tracker.end()
             continue
-        collected = build_graph(item, request.backend)
+        collected = build_graph(item, request.backend, tracker.stage)
         work = start_graph(dataset, collected, item.options, summary)
         if work is None:
+            tracker.end()
             continue
         layout, journal, done = work
+        tracker.resumed(done.values())
+        tracker.stage("compiling", "the default config")
+
+        def on_row(row: ConfigRow, journal: ConfigJournal = journal) -> None:
+            journal.append(row)
+            tracker.row(row)
+
         try:
             result = collect_layout_configs(
                 collected.source.text, collected.source.module,
-                replace(layout, backend=request.backend), done=done, on_row=journal.append,
-                progress=partial(_config_progress, progress, item.label))
+                replace(layout, backend=request.backend), done=done, on_row=on_row)
         except WorkerError as exc:
+            tracker.stage("storing")
             store_unmeasured(dataset, collected, layout, journal, summary, exc)
+            tracker.end()
             continue
+        tracker.stage("storing")
         commit_graph(dataset, collected, result, journal, summary)
+        summary.labels += sum(1 for r in result.rows
+                              if r["status"] == OK and r["config_index"] not in done)
+        tracker.end()
     return summary

@@ -94,6 +94,13 @@ class CollectSummary:
     tiles: dict[str, TileSummary] = field(default_factory=dict)      # item -> tile summary
     # graph id (or item) -> why none of its configs could be measured (collect/failures.py)
     unmeasured: dict[str, str] = field(default_factory=dict)
+    labels: int = 0              # ok labels measured in this run (resumed rows not counted)
+    wall_seconds: float = 0.0    # the run's wall time
+
+    @property
+    def labels_per_minute(self) -> float | None:
+        """This run's ok labels per wall minute (None when the run took no time)."""
+        return 60 * self.labels / self.wall_seconds if self.wall_seconds > 0 else None
 
     @property
     def partial(self) -> bool:

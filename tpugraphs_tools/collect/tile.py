@@ -148,8 +148,8 @@ def _realize(space: KernelConfigSpace, config: KernelConfig, text: str | None
 
 
 def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
-                   configs: list[KernelConfig], progress: Progress = lambda _m: None
-                   ) -> _KernelRun:
+                   configs: list[KernelConfig], progress: Progress = lambda _m: None,
+                   on_row: Callable[[ConfigRow], None] = lambda _r: None) -> _KernelRun:
     """Default + candidates of one kernel until ``configs_per_kernel`` are measured ok.
 
     Single-setting configs go first; combinations follow in a second pass that skips any
@@ -183,6 +183,7 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                 facts.update(_effect(result.timing, result.default_timing))
             feats[index] = space.encode(realized)
         rows[index] = _row(index, config, opts, result, facts)
+        on_row(rows[index])
         progress(f"{kernel.name}: config {index} {result.status}")
 
     def enough() -> bool:
@@ -247,7 +248,9 @@ def _arrays(run: _KernelRun) -> tuple[list[ConfigRow], dict[str, np.ndarray]]:
 
 def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict[str, Any],
                  parent_graph_id: str | None, opts: TileOptions,
-                 progress: Progress = lambda _m: None) -> TileResult:
+                 progress: Progress = lambda _m: None,
+                 on_kernel: Callable[[int, int, str], None] = lambda _i, _n, _name: None,
+                 on_row: Callable[[ConfigRow], None] = lambda _r: None) -> TileResult:
     """Extract, configure and measure every kernel of an optimized module (library entry point
     behind ``tgt collect --collection tile``)."""
     device_env.share_device_memory()
@@ -262,12 +265,13 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
     instances: dict[str, list[str]] = {}
     for i, kernel in enumerate(extraction.kernels, start=1):
         progress(f"kernel {i}/{len(extraction.kernels)}: {kernel.name}")
+        on_kernel(i, len(extraction.kernels), kernel.name)
         configs = space.configs(kernel.module)
         if len(configs) < 2:
             skipped[kernel.name] = f"no {space.name} configs for this kernel"
             continue
         try:
-            run = measure_kernel(kernel, space, opts, configs, progress)
+            run = measure_kernel(kernel, space, opts, configs, progress, on_row)
         except (WorkerError, ConfigError) as exc:
             skipped[kernel.name] = f"default config failed: {exc}"
             continue

@@ -1,0 +1,252 @@
+"""`tgt collect`'s progress: typed events from the library, a bar only on a terminal, an honest
+ETA, and labels per minute in the summary.
+
+The collection tests replace the measurement processes with a fake measurer that returns
+synthetic paired labels at once (the events, not the timings, are under test), so they run in
+seconds; everything else (lowering, featurizing, layout rows, journal, store) is real.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from tpugraphs_tools.cli import main
+from tpugraphs_tools.cli._common import Terminal
+from tpugraphs_tools.collect import (
+    CollectItem,
+    CollectRequest,
+    MeasureOptions,
+    ProgressEvent,
+    bar_lines,
+    collect,
+    format_eta,
+)
+from tpugraphs_tools.collect.progress import ProgressTracker
+from tpugraphs_tools.measure import OK, ConfigResult, Job, Timing
+from tpugraphs_tools.measure.worker import DefaultInfo
+
+BAR_CHARS = set("━╸╺")
+TABLE_CORNERS = set("┏┓┡┩┗┛╇┳┻")  # a heavy table border uses ━ too
+
+
+def _bar_rows(text: str) -> list[str]:
+    """Lines holding a progress bar (bar characters outside a table border)."""
+    return [line for line in text.splitlines()
+            if BAR_CHARS & set(line) and not TABLE_CORNERS & set(line)]
+
+
+class FakeMeasurer:
+    """Stands in for PipelinedMeasurer: every config ok with a paired label, instantly."""
+
+    restarts = 0
+
+    def __init__(self, *_args: Any) -> None:
+        pass
+
+    def __enter__(self) -> FakeMeasurer:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        pass
+
+    def start(self) -> DefaultInfo:
+        return DefaultInfo(compile_seconds=0.1, realized={"fingerprint": "default"}, key="d")
+
+    def run(self, jobs: Iterable[Job], _known: dict[str, int],
+            record: Callable[[ConfigResult], None], **_kw: Any) -> None:
+        default = Timing(1000, 1000, 0.01, 50)
+        for job in jobs:
+            ratio = 1 + 0.1 * job.index
+            record(ConfigResult(
+                job.index, OK, realized={"fingerprint": f"fp{job.index}"},
+                timing=Timing(round(1000 * ratio), round(1000 * ratio), 0.01, 50),
+                default_timing=default, relative_to_default=ratio,
+                relative_ci_low=ratio * 0.99, relative_ci_high=ratio * 1.01, rounds=50,
+                stop_reason="target", compile_seconds=0.1))
+
+    def run_control(self, _record: Callable[[ConfigResult], None]) -> None:
+        raise AssertionError("every label has an in-window default: no control needed")
+
+
+@pytest.fixture
+def fake_measurer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("tpugraphs_tools.collect.layout.PipelinedMeasurer", FakeMeasurer)
+
+
+@pytest.fixture
+def two_modules(write_file: Callable[[str, str], Path], tiny_hlo: str) -> list[str]:
+    """Two different tiny modules (different shapes: different graphs)."""
+    other = (tiny_hlo.replace("HloModule tiny", "HloModule tiny2")
+             .replace("f32[3,4]", "f32[3,8]").replace("f32[2,4]", "f32[2,8]")
+             .replace("f32[8]{0}", "f32[16]{0}"))
+    return [str(write_file("a.hlo", tiny_hlo)), str(write_file("b.hlo", other))]
+
+
+class FakeClock:
+    """Seconds that advance only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _row(index: int, ratio: float | None = None, status: str = OK) -> dict[str, Any]:
+    ci = (ratio * 0.98, ratio * 1.02) if ratio else (None, None)
+    return {"config_index": index, "status": status, "is_default": index == 0,
+            "relative_to_default": ratio, "relative_ci_low": ci[0], "relative_ci_high": ci[1]}
+
+
+def test_eta_is_unknown_before_the_first_result_then_a_duration() -> None:
+    clock, events = FakeClock(), []
+    tracker = ProgressTracker(events.append, [4, 4], clock=clock)
+    tracker.begin(0, "a")
+    tracker.stage("compiling")
+    clock.now += 10
+    tracker.resumed([])
+    assert events[-1].graph_eta_seconds is None and events[-1].run_eta_seconds is None
+    assert "ETA unknown" in bar_lines(events[-1])[0].text
+    tracker.row(_row(0))
+    clock.now += 10
+    tracker.row(_row(1, 1.2))
+    last = events[-1]
+    # 2 configs measured in 20 s: 2 left in this graph (20 s), 6 left in the run (60 s).
+    assert last.stage == "timing"
+    assert last.graph_eta_seconds == pytest.approx(20)
+    assert last.run_eta_seconds == pytest.approx(60)
+    graph_line, run_line = bar_lines(last)
+    assert graph_line.text.split(" · ")[1] == "ETA 0:20"
+    assert run_line.text.split(" · ")[0] == "ETA 1:00"
+    assert format_eta(3725) == "ETA 1:02:05"
+
+
+def test_resumed_rows_are_done_but_not_part_of_the_rate() -> None:
+    clock, events = FakeClock(), []
+    tracker = ProgressTracker(events.append, [4], clock=clock)
+    tracker.begin(0, "a")
+    tracker.resumed([_row(0), _row(1, 1.1), _row(2, 0.9)])
+    clock.now += 30
+    assert events[-1].configs_done == 3 and events[-1].graph_eta_seconds is None
+    tracker.row(_row(3, 1.3))
+    assert events[-1].configs_done == 4 and events[-1].graph_eta_seconds == 0
+    assert events[-1].labels == 1  # only the label measured by this run
+    # Precision so far: the median half-width of the labels with a CI (2%), and the pairs of
+    # labels (the default's CI is [1, 1]) whose CIs are disjoint: all 6 here.
+    assert events[-1].ci_half_width_median == pytest.approx(0.02)
+    assert (events[-1].pairs_separated, events[-1].pairs) == (6, 6)
+
+
+def test_control_rows_are_not_configs_and_a_smaller_space_ends_at_its_size() -> None:
+    events: list[ProgressEvent] = []
+    tracker = ProgressTracker(events.append, [10], clock=FakeClock())
+    tracker.begin(0, "a")
+    tracker.row(_row(0))
+    tracker.row(_row(1, 1.1))
+    tracker.row({**_row(2, 1.0), "status": "control"})
+    assert events[-1].configs_done == 2
+    tracker.end()  # the space held 2 configs, not the 10 requested
+    assert (events[-1].configs_done, events[-1].configs_total) == (2, 2)
+    assert (events[-1].run_done, events[-1].run_total) == (2, 2)
+
+
+def test_tile_progress_counts_kernel_slots_and_reaches_its_total() -> None:
+    clock, events = FakeClock(), []
+    tracker = ProgressTracker(events.append, [None], clock=clock)
+    tracker.begin(0, "resnet18")
+    assert events[-1].configs_total is None and events[-1].run_total is None
+    tracker.kernel(1, 3, 2, "fusion.1")
+    tracker.tile_row(_row(0))
+    clock.now += 5
+    tracker.tile_row(_row(1, 1.1))
+    tracker.tile_row(_row(2, 1.2))  # past the kernel's target: no slot
+    assert (events[-1].configs_done, events[-1].configs_total) == (2, 6)
+    assert events[-1].graph_eta_seconds == pytest.approx(10)
+    tracker.kernel(2, 3, 2, "fusion.2")  # the first kernel stops short: none left for it
+    assert events[-1].detail == "kernel 2/3 fusion.2"
+    tracker.end()
+    assert events[-1].configs_done == events[-1].configs_total == 6
+
+
+def _events_of(request: CollectRequest) -> tuple[list[ProgressEvent], Any]:
+    events: list[ProgressEvent] = []
+    summary = collect(request, progress=events.append)
+    return events, summary
+
+
+def test_a_collection_reports_every_stage_and_reaches_done_for_every_graph(
+        tmp_path: Path, fake_measurer: None, two_modules: list[str]) -> None:
+    options = MeasureOptions(configs=3)
+    request = CollectRequest(items=[CollectItem(hlo=h, options=options) for h in two_modules],
+                             out=str(tmp_path / "d"))
+    events, summary = _events_of(request)
+    for graph in (1, 2):
+        mine = [e for e in events if e.graph_index == graph]
+        stages = [e.stage for e in mine]
+        assert stages[0] == "lowering" and stages[-1] == "storing"
+        assert {"featurizing", "compiling", "timing"} <= set(stages)
+        assert mine[-1].configs_done == mine[-1].configs_total == 3
+        done = [e.configs_done for e in mine]
+        assert done == sorted(done)
+    assert events[-1].run_done == events[-1].run_total == 6
+    assert events[-1].labels == summary.labels == 6
+    assert events[-1].ci_half_width_median == pytest.approx(0.01, rel=1e-6)
+    assert summary.wall_seconds > 0 and summary.labels_per_minute is not None
+    # Resumed: the graphs are complete, nothing is measured, every graph still ends done.
+    events, summary = _events_of(request)
+    assert all(e.stage == "storing" or e.labels == 0 for e in events)
+    assert summary.labels == 0 and events[-1].run_done == events[-1].run_total == 6
+
+
+def test_piped_collect_prints_results_and_labels_per_minute_but_no_bar(
+        tmp_path: Path, fake_measurer: None, two_modules: list[str]) -> None:
+    result = CliRunner().invoke(main, ["collect", "--hlo", two_modules[0], "--configs", "3",
+                                       "--out", str(tmp_path / "d")])
+    assert result.exit_code == 0, result.output
+    assert _bar_rows(result.output) == []
+    assert "ETA" not in result.output and "timing" not in result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("labels per minute:"))
+    assert re.fullmatch(r"labels per minute: \d+\.\d \(3 ok labels measured in \d+\.\d min "
+                        r"of wall time\)", line), line
+
+
+def _terminal() -> tuple[Terminal, io.StringIO]:
+    out = io.StringIO()
+    return Terminal(Console(file=out, width=160, force_terminal=True),
+                    Console(file=io.StringIO())), out
+
+
+def _event(**fields: Any) -> ProgressEvent:
+    base: dict[str, Any] = dict(stage="timing", item="resnet18", graph_index=1, graphs_total=2,
+                                configs_done=3, configs_total=12, run_done=3, run_total=24,
+                                labels=3, graph_measured=3, graph_seconds=30.0,
+                                run_measured=3, run_seconds=30.0,
+                                ci_half_width_median=0.0091, pairs_separated=4, pairs=6)
+    return ProgressEvent(**{**base, **fields})
+
+
+def test_the_bar_is_drawn_on_a_terminal() -> None:
+    term, out = _terminal()
+    with term.bars() as show:
+        show(bar_lines(_event()))
+    text = out.getvalue()
+    assert len(_bar_rows(text)) >= 2  # the graph's bar and the run's
+    for part in ("graph 1/2 resnet18", "3/12", "timing", "ETA 1:30", "CI ±0.91%",
+                 "4/6 pairs ordered", "all graphs", "3/24", "ETA 3:30", "3 labels"):
+        assert part in text, part
+
+
+def test_plain_terminal_draws_no_bar() -> None:
+    out = io.StringIO()
+    term = Terminal(Console(file=out, width=160), Console(file=io.StringIO()))
+    with term.bars() as show:
+        show(bar_lines(_event()))
+    assert out.getvalue() == ""
