@@ -32,10 +32,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 class BarRow(Protocol):
     """One row of :meth:`Terminal.bars`: ``description ━━━ done/total text``."""
 
-    description: str
-    done: int
-    total: int | None
-    text: str
+    @property
+    def description(self) -> str: ...
+    @property
+    def done(self) -> int: ...
+    @property
+    def total(self) -> int | None: ...
+    @property
+    def text(self) -> str: ...
 
 
 class Terminal:
