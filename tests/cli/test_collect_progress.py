@@ -244,9 +244,24 @@ def test_the_bar_is_drawn_on_a_terminal() -> None:
         assert part in text, part
 
 
-def test_plain_terminal_draws_no_bar() -> None:
-    out = io.StringIO()
-    term = Terminal(Console(file=out, width=160), Console(file=io.StringIO()))
+def test_the_next_graph_replaces_the_previous_ones_row() -> None:
+    term, out = _terminal()
+    with term.bars() as show:
+        show(bar_lines(_event(stage="storing")))
+        show(bar_lines(_event(stage="lowering", item="gpt", graph_index=2, configs_done=0,
+                              graph_measured=0, ci_half_width_median=None, pairs=0)))
+    last = out.getvalue().rsplit("graph 2/2 gpt", 1)[1].splitlines()[0]
+    assert "0/12" in last and "lowering · ETA unknown" in last and "CI" not in last
+
+
+@pytest.mark.parametrize("console", [
+    Console(file=io.StringIO(), width=160),                                    # a pipe
+    Console(file=io.StringIO(), width=160, force_terminal=True,
+            _environ={"TERM": "dumb"}),                                         # TERM=dumb
+], ids=["pipe", "dumb-terminal"])
+def test_no_bar_where_the_spinner_is_not_drawn_either(console: Console) -> None:
+    term = Terminal(console, Console(file=io.StringIO()))
+    assert not term.interactive  # the spinner's rule (Terminal.status)
     with term.bars() as show:
         show(bar_lines(_event()))
-    assert out.getvalue() == ""
+    assert console.file.getvalue() == ""  # type: ignore[attr-defined]

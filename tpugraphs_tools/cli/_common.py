@@ -134,15 +134,22 @@ class Terminal:
                       TimeElapsedColumn(), TextColumn("{task.fields[text]}"),
                       console=self.console, transient=True) as bar:
             tasks: list[Any] = []
+            described: dict[Any, str] = {}
 
             def show(rows: Sequence[BarRow]) -> None:
-                while len(tasks) < len(rows):
-                    tasks.append(bar.add_task("", total=None, text=""))
+                for row in rows[len(tasks):]:
+                    tasks.append(task := bar.add_task(row.description, total=row.total,
+                                                      completed=row.done, text=row.text))
+                    described[task] = row.description
                 for task, row in zip(tasks, rows, strict=False):
-                    if bar.tasks[task].description != row.description:
-                        bar.reset(task, description=row.description)
-                    bar.update(task, completed=row.done, total=row.total, text=row.text,
-                               visible=True)
+                    # One call per row, so a refresh never draws a new graph with old text.
+                    if described[task] != row.description:
+                        described[task] = row.description
+                        bar.reset(task, description=row.description, completed=row.done,
+                                  total=row.total, text=row.text, visible=True)
+                    else:
+                        bar.update(task, completed=row.done, total=row.total, text=row.text,
+                                   visible=True)
                 for task in tasks[len(rows):]:
                     bar.update(task, visible=False)
 

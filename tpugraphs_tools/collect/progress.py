@@ -99,13 +99,17 @@ def bar_lines(event: ProgressEvent) -> list[BarLine]:
     if event.pairs:
         parts.append(f"{event.pairs_separated}/{event.pairs} pairs ordered")
     if event.graphs_total == 1:
-        parts.append(f"{event.labels} labels")
+        parts.append(_labels(event.labels))
     lines = [BarLine(f"graph {event.graph_index}/{event.graphs_total} {event.item}",
                      event.configs_done, event.configs_total, " · ".join(parts))]
     if event.graphs_total > 1:
         lines.append(BarLine("all graphs", event.run_done, event.run_total,
-                             f"{format_eta(event.run_eta_seconds)} · {event.labels} labels"))
+                             f"{format_eta(event.run_eta_seconds)} · {_labels(event.labels)}"))
     return lines
+
+
+def _labels(count: int) -> str:
+    return f"{count} label" + ("" if count == 1 else "s")
 
 
 @dataclass
