@@ -30,8 +30,8 @@ from tpugraphs_tools.collect import (
     format_eta,
 )
 from tpugraphs_tools.collect.progress import ProgressTracker
-from tpugraphs_tools.measure import OK, ConfigResult, Job, Timing
-from tpugraphs_tools.measure.worker import DefaultInfo
+from tpugraphs_tools.measure import OK, ConfigResult, Job, StopReason, Timing
+from tpugraphs_tools.measure.messages import DefaultInfo
 
 BAR_CHARS = set("━╸╺")
 TABLE_CORNERS = set("┏┓┡┩┗┛╇┳┻")  # a heavy table border uses ━ too
@@ -70,7 +70,7 @@ class FakeMeasurer:
                 timing=Timing(round(1000 * ratio), round(1000 * ratio), 0.01, 50),
                 default_timing=default, relative_to_default=ratio,
                 relative_ci_low=ratio * 0.99, relative_ci_high=ratio * 1.01, rounds=50,
-                stop_reason="target", compile_seconds=0.1))
+                stop_reason=StopReason.PRECISION, compile_seconds=0.1))
 
     def run_control(self, _record: Callable[[ConfigResult], None]) -> None:
         raise AssertionError("every label has an in-window default: no control needed")

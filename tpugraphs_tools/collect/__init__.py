@@ -11,23 +11,8 @@ from tpugraphs_tools.collect.status import collection_status
 from tpugraphs_tools.measure import MeasureOptions
 
 __all__ = [
-    "EXIT_PARTIAL",
-    "BarLine",
-    "CollectItem",
-    "CollectRequest",
-    "CollectSummary",
-    "CollectedGraph",
-    "MeasureOptions",
-    "ProgressEvent",
-    "bar_lines",
-    "collect",
-    "collect_hlo_file",
-    "collect_layout_configs",
-    "collect_source",
-    "collect_with_ray",
-    "collection_status",
-    "format_eta",
-    "load_plan_file",
-    "make_item",
-    "request_from_plan",
+    "EXIT_PARTIAL", "BarLine", "CollectItem", "CollectRequest", "CollectSummary",
+    "CollectedGraph", "MeasureOptions", "ProgressEvent", "bar_lines", "collect",
+    "collect_hlo_file", "collect_layout_configs", "collect_source", "collect_with_ray",
+    "collection_status", "format_eta", "load_plan_file", "make_item", "request_from_plan",
 ]
