@@ -208,14 +208,16 @@ def test_a_collection_reports_every_stage_and_reaches_done_for_every_graph(
 
 def test_piped_collect_prints_results_and_labels_per_minute_but_no_bar(
         tmp_path: Path, fake_measurer: None, two_modules: list[str]) -> None:
-    result = CliRunner().invoke(main, ["collect", "--hlo", two_modules[0], "--configs", "3",
-                                       "--out", str(tmp_path / "d")])
+    args = ["collect", "--hlo", two_modules[0], "--configs", "3", "--out", str(tmp_path / "d")]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     assert _bar_rows(result.output) == []
     assert "ETA" not in result.output and "timing" not in result.output
     line = next(x for x in result.output.splitlines() if x.startswith("labels per minute:"))
     assert re.fullmatch(r"labels per minute: \d+\.\d \(3 ok labels measured in \d+\.\d min "
                         r"of wall time\)", line), line
+    again = CliRunner().invoke(main, args)  # complete: nothing measured, no rate to state
+    assert "labels per minute: - (no ok labels measured in this run;" in again.output
 
 
 def _terminal() -> tuple[Terminal, io.StringIO]:

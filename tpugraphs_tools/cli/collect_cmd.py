@@ -140,6 +140,10 @@ def _print_rate(summary: Any) -> None:
     if summary.labels_per_minute is None:
         return  # the Ray executor does not time its runs
     minutes = summary.wall_seconds / 60
+    if not summary.labels:  # e.g. every graph already complete
+        terminal.print(f"labels per minute: - (no ok labels measured in this run; {minutes:.1f} "
+                       f"min of wall time)", highlight=False)
+        return
     terminal.print(f"labels per minute: {summary.labels_per_minute:.1f} ({summary.labels} ok "
                    f"labels measured in {minutes:.1f} min of wall time)", highlight=False)
 
