@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+import _label_claims as label_claims
 import numpy as np
 from _label_processes import process_spread, recompute, recording
 from scipy.stats import kendalltau
@@ -83,26 +84,7 @@ def _labels(run: dict) -> dict[int, dict]:
 
 def claimed_pairs(a: dict, b: dict, rule: str) -> tuple[int, int, int]:
     """(pairs, claimed in run a, claimed pairs whose order run b keeps)."""
-    la, lb = _labels(a), _labels(b)
-    common = sorted(set(la) & set(lb))
-    pairs = claimed = kept = 0
-    for i, j in itertools.combinations(common, 2):
-        pairs += 1
-        x, y = la[i], la[j]
-        if rule == "ci":
-            sure = x["relative_ci_high"] < y["relative_ci_low"] or \
-                y["relative_ci_high"] < x["relative_ci_low"]
-        else:  # the old engine's rule: |Δ| > 2 × the larger CV (relative runtimes)
-            cv = max(x["runtime_cv"] or 0, y["runtime_cv"] or 0)
-            rx, ry = x["relative_to_default"], y["relative_to_default"]
-            sure = abs(rx - ry) > 2 * cv * max(rx, ry)
-        if not sure:
-            continue
-        claimed += 1
-        d1 = x["relative_to_default"] - y["relative_to_default"]
-        d2 = lb[i]["relative_to_default"] - lb[j]["relative_to_default"]
-        kept += np.sign(d1) == np.sign(d2)
-    return pairs, claimed, kept
+    return label_claims.claimed_pairs(a["rows"], b["rows"], rule)
 
 
 def tau(a: dict, b: dict) -> float:
@@ -150,13 +132,6 @@ def rerun_spread(got: list[dict]) -> tuple[float, float, float] | None:
     between = float(centered.var(axis=1, ddof=1).mean()) * len(rows) / (len(rows) - 1)
     return math.sqrt(between), math.sqrt(float(np.mean(np.square(se)))), \
         float(logs.mean(axis=0).std(ddof=1))
-
-
-def controls(run: dict) -> tuple[int, int, list[float]]:
-    rows = [r for r in run["rows"] if r["status"] == "control"]
-    held = sum(1 for r in rows if r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"])
-    half = [(r["relative_ci_high"] - r["relative_ci_low"]) / 2 for r in rows]
-    return held, len(rows), half
 
 
 def half_widths(run: dict) -> list[float]:
@@ -214,8 +189,8 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
             walls = ", ".join(f"{r['wall_s']:.0f}" for r in got)
             load = ", ".join(f"{r['load']:.1f}" for r in got)
             half = [h for r in got for h in half_widths(r)]
-            held = sum(controls(r)[0] for r in got)
-            count = sum(controls(r)[1] for r in got)
+            held = sum(label_claims.controls(r["rows"])[0] for r in got)
+            count = sum(label_claims.controls(r["rows"])[1] for r in got)
             if not fixed_repeats(mode):
                 total_held += held
                 total_controls += count
