@@ -120,7 +120,7 @@ def engine_row(runs: list[dict], fixed_walls: dict[int, float]) -> dict[str, str
         counts = [claimed_pairs(a["rows"], b["rows"], "ci") for a, b in pairs]
         claim = _share(sum(c[1] for c in counts), sum(c[0] for c in counts))
         kept = _share(sum(c[2] for c in counts), sum(c[1] for c in counts))
-    if runs and runs[0]["engine"] == FIXED and pairs:
+    if pairs and (runs[0]["engine"] == FIXED or not with_ci):  # the old engine's own rule
         counts = [claimed_pairs(a["rows"], b["rows"], "cv") for a, b in pairs]
         cv_kept = (f"{sum(c[2] for c in counts)}/{sum(c[1] for c in counts)} kept of "
                    f"{sum(c[0] for c in counts)}")
@@ -144,11 +144,11 @@ def engine_row(runs: list[dict], fixed_walls: dict[int, float]) -> dict[str, str
     }
 
 
-COLUMNS = (("runs", "runs"), ("wall", "wall s, median (range)"),
+COLUMNS = (("runs", "runs"), ("wall", "wall s, median (range) over runs"),
            ("ratio", "wall ÷ fixed, same pair"), ("claimed", "pairs claimed (run 1)"),
            ("kept", "claimed order kept (run 2)"), ("controls", "A/A control holds 1.0"),
            ("per_minute", "labels / min"), ("tau", "rerun τ, median (range)"),
-           ("cv_kept", "|Δ| > 2×CV claims kept"), ("stops", "stop reasons"),
+           ("cv_kept", r"\|Δ\| > 2×CV claims kept"), ("stops", "stop reasons"),
            ("load", "1-min load before→after"))
 
 
@@ -164,7 +164,8 @@ def report(runs: list[dict]) -> str:
         "(the default's CI is [1, 1]; as `tgt collect` counts them), summed over pairs of runs; "
         "kept: claimed orders run 2 repeats. Wall ÷ fixed: the engine's two runs over the fixed "
         "engine's two in the same pair. Rerun τ: Kendall τ of runs 1 and 2 over pairs of "
-        "configs of one graph. |Δ| > 2×CV: the old engine's claim rule (claims kept of pairs). "
+        "configs of one graph. |Δ| > 2×CV: the old engine's claim rule (claims kept of pairs), "
+        "for the fixed engine and any collection without CIs. "
         "Labels / min: ok labels over wall time, start-up included. No CI: the engine stores "
         "no confidence intervals for this collection.", "",
         "Engines: " + "; ".join(f"{name} `{flags or '(defaults)'}`"
@@ -238,6 +239,8 @@ def main() -> int:
     unknown = [n for n in names if n not in PROGRAMS]
     if unknown:
         parser.error(f"unknown --programs {', '.join(unknown)} (known: {', '.join(PROGRAMS)})")
+    if args.pairs < 1:
+        parser.error("--pairs must be at least 1")
     engines = {**ENGINES, **named_flags(args.variant, "--variant")}
     extra = extra_flags(args.extra, names)
     save = Path(args.save)

@@ -105,4 +105,5 @@ def test_report_table_reads_each_engine_against_fixed_and_says_no_ci():
     assert "| 1/1 kept of 1 |" in lines[("resnet18", "fixed")]  # its |Δ| > 2×CV claims
     assert "| no CI | no CI |" in lines[("tile", "paired")]
     assert "| - |" in lines[("tile", "paired")]  # no fixed runs: no ratio
+    assert "| 1/1 kept of 1 |" in lines[("tile", "paired")]  # no CI: the old rule instead
     assert "`--program tile`" in text and "fixed `--engine fixed`" in text
