@@ -8,11 +8,15 @@ whole collection down, and its failure is recorded as data with a status (``resu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpugraphs_tools.errors import WorkerError as WorkerError
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.timing import Timing
+
+if TYPE_CHECKING:
+    from tpugraphs_tools.measure.apply import ConstraintSlot
+    from tpugraphs_tools.measure.realized import Realized
 
 ENGINES = ("paired", "fixed")
 
@@ -53,7 +57,7 @@ class Job:
 
     index: int
     text: str
-    slots: list[dict[str, Any]] = field(default_factory=list)  # apply.constraint_slots
+    slots: list[ConstraintSlot] = field(default_factory=list)  # apply.constraint_slots
     options: dict[str, Any] | None = None
 
 
@@ -63,7 +67,7 @@ class Compiled:
 
     index: int
     compile_seconds: float
-    realized: dict[str, Any]       # realized layouts, fingerprint (measure/realized.py)
+    realized: Realized             # realized layouts, fingerprint (measure/realized.py)
     key: str                       # dedupe key: same key, same program
     executable: bytes              # serialized; the measurement worker loads it
     optimized_text: str | None = None  # with SessionSpec.return_optimized
@@ -91,7 +95,7 @@ class DefaultInfo:
     """The measurement worker's default config, once it is compiled and checked ("ready")."""
 
     compile_seconds: float
-    realized: dict[str, Any]
+    realized: Realized
     key: str
     timing: Timing | None = None   # fixed engine only: the default timed alone
     optimized_text: str | None = None
