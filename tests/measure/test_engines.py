@@ -42,8 +42,7 @@ def test_fixed_engine_times_the_default_alone_then_rotating_rounds() -> None:
     runs: list[str] = []
     engine = make_engine(fake_default("fixed", runs, warmup=2, repeats=3))
     assert isinstance(engine, FixedEngine)
-    info = DefaultInfo(0.0, {}, "key")
-    engine.ready(info)
+    info = engine.ready(DefaultInfo(0.0, {}, "key"))
     assert info.timing is not None and info.timing.repeats == 3
     assert runs == ["default"] * 5                      # 2 warm-ups + 3 timed
     assert engine.extras() == []
@@ -71,8 +70,7 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
                            stop=StopRule(max_rounds=20, copies=2))
     engine = make_engine(default)
     assert isinstance(engine, PairedEngine)
-    info = DefaultInfo(0.0, {}, "key")
-    engine.ready(info)
+    info = engine.ready(DefaultInfo(0.0, {}, "key"))
     assert info.timing is None                          # k is calibrated in the first batch
     [control] = engine.extras()
     assert control.result.status == CONTROL and control.blob == b"D"

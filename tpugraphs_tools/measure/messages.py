@@ -90,7 +90,7 @@ class Batch:
     budget_seconds: float | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class DefaultInfo:
     """The measurement worker's default config, once it is compiled and checked ("ready")."""
 

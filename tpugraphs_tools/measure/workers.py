@@ -162,14 +162,12 @@ def _start_default(spec: SessionSpec) -> tuple[Engine, _NumericsCheck, DefaultIn
     start = time.perf_counter()
     base, realized, key, optimized_text = compile_and_read(spec.base_text, signature,
                                                            spec.options, spec, [])
-    ready = DefaultInfo(time.perf_counter() - start, realized, key)
+    compiled = DefaultInfo(time.perf_counter() - start, realized, key,
+                           optimized_text=optimized_text if spec.return_optimized else None)
     default = DefaultProgram(spec, base, inputs, signature, jax.devices(spec.backend)[0], C.run)
     check = _NumericsCheck.of(default)
     engine = make_engine(default)
-    engine.ready(ready)
-    if spec.return_optimized:
-        ready.optimized_text = optimized_text
-    return engine, check, ready
+    return engine, check, engine.ready(compiled)
 
 
 def _check_item(item: Compiled, check: _NumericsCheck, crash_runs: set[int]

@@ -73,8 +73,8 @@ class Engine(Protocol):
 
     traits: ClassVar[Traits]
 
-    def ready(self, info: DefaultInfo) -> None:
-        """Complete the worker's "ready" message (fixed: the default timed alone)."""
+    def ready(self, info: DefaultInfo) -> DefaultInfo:
+        """The worker's "ready" message, completed (fixed: with the default timed alone)."""
 
     def extras(self) -> list[TimedItem]:
         """Items timed in every batch besides its configs (paired: the A/A control); their

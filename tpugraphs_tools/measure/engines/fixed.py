@@ -31,8 +31,9 @@ class FixedEngine:
         self.default = default
         self.spec = default.spec
 
-    def ready(self, info: DefaultInfo) -> None:
-        info.timing = time_alone(self.default.run_once, self.spec.warmup, self.spec.repeats)
+    def ready(self, info: DefaultInfo) -> DefaultInfo:
+        return dataclasses.replace(info, timing=time_alone(
+            self.default.run_once, self.spec.warmup, self.spec.repeats))
 
     def extras(self) -> list[TimedItem]:
         return []

@@ -52,8 +52,9 @@ class PairedEngine:
         self.runs_per_sample: int | None = None
         self.placement = Placement()
 
-    def ready(self, info: DefaultInfo) -> None:
+    def ready(self, info: DefaultInfo) -> DefaultInfo:
         """Nothing to add: compile workers are starting up, no time to time the default."""
+        return info
 
     def extras(self) -> list[TimedItem]:
         return [TimedItem(ConfigResult(None, CONTROL), [], self.blob)]
