@@ -1,5 +1,8 @@
 """What the parent and the worker processes exchange: the session, the jobs, the batches.
 
+Every message is a frozen dataclass (pickled between processes, so no ``slots``): built once
+by its sender; a variant is a ``dataclasses.replace``.
+
 Configs are compiled and run in worker processes (``workers.py``, driven by ``pipeline.py``)
 because XLA:CPU was seen dying with SIGILL on some option sets: a config must never take the
 whole collection down, and its failure is recorded as data with a status (``results.py``).
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 ENGINES = ("paired", "fixed")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SessionSpec:
     """What the workers need to measure configs of one graph (or kernel)."""
 
@@ -51,7 +54,7 @@ class SessionSpec:
     processes: int = 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
     """One config to compile: HLO text with the config applied, and its compile options."""
 
@@ -61,7 +64,7 @@ class Job:
     options: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Compiled:
     """A config a compile worker compiled, on its way to be timed (pickled between processes)."""
 
@@ -74,7 +77,7 @@ class Compiled:
     repeat_of: int | None = None   # paired engine: a config of an earlier batch timed again
 
 
-@dataclass
+@dataclass(frozen=True)
 class Batch:
     """One message to the measurement worker: configs to time (repeats included), the compile
     workers to stop during timed rounds, and the CIs of configs finished before (paired)."""
