@@ -42,8 +42,7 @@ def test_fixed_engine_times_the_default_alone_then_rotating_rounds() -> None:
     runs: list[str] = []
     engine = make_engine(fake_default("fixed", runs, warmup=2, repeats=3))
     assert isinstance(engine, FixedEngine)
-    info = DefaultInfo(0.0, {}, "key")
-    engine.ready(info)
+    info = engine.ready(DefaultInfo(0.0, {}, "key"))
     assert info.timing is not None and info.timing.repeats == 3
     assert runs == ["default"] * 5                      # 2 warm-ups + 3 timed
     assert engine.extras() == []
@@ -51,10 +50,11 @@ def test_fixed_engine_times_the_default_alone_then_rotating_rounds() -> None:
     runs.clear()
     loaded = engine.load(items)
     assert runs == ["default", "c1", "c2"]              # warm-up - 1 (the check ran once)
-    engine.label(Batch([]), loaded, items)
-    for item in items:
-        assert item.result.timing is not None and item.result.timing.repeats == 3
-        assert item.result.default_timing is not None
+    labelled = engine.label(Batch([]), loaded, items)
+    assert [r.index for r in labelled] == [1, 2]
+    for result in labelled:
+        assert result.timing is not None and result.timing.repeats == 3
+        assert result.default_timing is not None
     assert runs.count("c1") == runs.count("c2") == 1 + 3
 
 
@@ -70,8 +70,7 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
                            stop=StopRule(max_rounds=20, copies=2))
     engine = make_engine(default)
     assert isinstance(engine, PairedEngine)
-    info = DefaultInfo(0.0, {}, "key")
-    engine.ready(info)
+    info = engine.ready(DefaultInfo(0.0, {}, "key"))
     assert info.timing is None                          # k is calibrated in the first batch
     [control] = engine.extras()
     assert control.result.status == CONTROL and control.blob == b"D"
@@ -80,8 +79,9 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
     copies = default.spec.stop.copies
     assert len(loaded.defaults) == copies and [len(c) for c in loaded.items] == [copies] * 2
     assert items[0].executables == ["c1"] * copies      # reloaded from the serialized form
-    engine.label(Batch([], runs_per_sample=2), loaded, items)
+    labelled = engine.label(Batch([], runs_per_sample=2), loaded, items)
     assert engine.runs_per_sample == 2                  # another process's k is used
-    for item in items:
-        assert item.result.rounds and item.result.relative_to_default is not None
-        assert item.result.runs_per_sample == 2
+    assert [r.status for r in labelled] == [OK, CONTROL]
+    for result in labelled:
+        assert result.rounds and result.relative_to_default is not None
+        assert result.runs_per_sample == 2

@@ -34,3 +34,14 @@ def test_a_result_always_holds_a_status_member():
     assert ConfigResult(3, "timeout").status is Status.TIMEOUT
     with pytest.raises(ValueError):
         ConfigResult(3, "exploded")
+
+
+def test_a_result_is_built_once_and_survives_the_pipe_between_processes():
+    import dataclasses
+
+    result = ConfigResult(3, "ok", rounds=4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.rounds = 5  # type: ignore[misc]
+    timed = dataclasses.replace(result, status="repeat")
+    assert timed.status is Status.REPEAT and result.status is Status.OK
+    assert pickle.loads(pickle.dumps(timed)) == timed

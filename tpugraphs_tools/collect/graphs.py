@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.collect.rows import stored_row
+from tpugraphs_tools.collect.rows import ConfigRow, stored_row
 from tpugraphs_tools.features import Graph, featurize
 from tpugraphs_tools.format import LAYOUT, TILE, Kind, collection_of
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered, stored_hlo
@@ -99,7 +99,7 @@ def lower_program(name: str, args: Any) -> tuple[Any, HloSource]:
 
 
 def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
-                 configs: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> None:
+                 configs: Mapping[str, Sequence[ConfigRow]] | None = None) -> None:
     """Store graphs (npz + raw HLO) and their config rows in one atomic commit."""
     configs = configs or {}
     with dataset.transaction() as tx:

@@ -81,7 +81,7 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
     """The configs.parquet row of one config's result (``extra``: a control/repeat row
     after the configs, which is never the default and names the config it re-timed)."""
     timing, default = result.timing, result.default_timing
-    realized = result.realized or {}
+    realized = result.realized
     paired = result.stop_reason is not None
     return {
         "config_index": index, "strategy": opts.strategy, "seed": opts.seed,
@@ -89,8 +89,8 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
         "config": json.dumps(config.to_json(space), sort_keys=True),
         "realized": json.dumps(realized, sort_keys=True) if realized else None,
         "honoured": honoured_json(realized),
-        "num_copies": realized.get("copies"),
-        "optimized_fingerprint": realized.get("fingerprint"),
+        "num_copies": realized.get("copies") if realized else None,
+        "optimized_fingerprint": realized.get("fingerprint") if realized else None,
         "duplicate_of": result.repeat_of if extra else result.duplicate_of,
         "npz_row": None,
         "runtime_min_ns": timing.min_ns if timing else None,

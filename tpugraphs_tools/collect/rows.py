@@ -10,7 +10,7 @@ results, rows read back from a dataset. :func:`config_row` turns any of those in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.measure import Status, StopReason
@@ -87,7 +87,6 @@ def config_row(values: Mapping[str, Any], where: str = "config row") -> ConfigRo
     return row  # type: ignore[return-value]  # every key checked above
 
 
-def stored_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """``row`` (a :class:`ConfigRow`, or a row of the store's own making such as a
-    ``default_failed`` one) without its working keys: the configs.parquet columns."""
-    return {k: v for k, v in row.items() if k not in WORKING_KEYS}
+def stored_row(row: ConfigRow) -> ConfigRow:
+    """``row`` without its working keys (all NotRequired): the configs.parquet columns."""
+    return cast(ConfigRow, {k: v for k, v in row.items() if k not in WORKING_KEYS})

@@ -54,6 +54,8 @@ class TileEffect:
 
     graph_id: str
     parent_instruction: str
+    # The kernel config's settings (configs.parquet ``config``, parsed): knob -> value, the
+    # knobs depend on the config space (configs/tile.py), so the mapping stays open.
     config: dict[str, Any]
     relative_to_default: float
     effect_cv: float | None

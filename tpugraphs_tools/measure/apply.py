@@ -18,7 +18,7 @@ in the optimized module by these tags (:func:`constraint_slots` lists what to lo
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TypedDict
 
 from tpugraphs_tools.configs import SLOTS, Layout, LayoutConfig, LayoutSpace, LayoutTensor
 from tpugraphs_tools.errors import ConfigError
@@ -33,6 +33,22 @@ from tpugraphs_tools.hlo import (
 CONSTRAINT_TARGET = "LayoutConstraint"
 _METADATA = re.compile(r",\s*metadata=\{")
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+
+
+class ConstraintSlot(TypedDict):
+    """One constrained slot as measure/realized.py looks for it in the optimized module
+    (:func:`constraint_slots`; sent to the compile worker with its job)."""
+
+    node: str               # the constrained instruction, as the config names it
+    slot: str               # configs.SLOTS: "output", "input" or "kernel"
+    opcode: str             # the node's opcode
+    element_type: str       # the constrained tensor's element type and dims
+    dims: list[int]
+    wanted: list[int]       # the requested minor_to_major
+    tag: str                # the constraint's op_name
+    value: str              # the constrained value: slots with equal ``value`` share it
+    value_tags: list[str]   # op_names the value's producer (or a copy of it) can carry
+    node_tag: str           # the constrained node's own op_name
 
 
 def constraint_tag(name: str) -> str:
@@ -105,8 +121,8 @@ def bitcast_sources(space: LayoutSpace, config: LayoutConfig) -> set[tuple[str, 
 
 
 def constraint_slots(module: Module, space: LayoutSpace,
-                     config: LayoutConfig) -> list[dict[str, Any]]:
-    """What measure/realized.py must find for each constrained slot (JSON-able).
+                     config: LayoutConfig) -> list[ConstraintSlot]:
+    """What measure/realized.py must find for each constrained slot.
 
     ``value`` names the constrained value (slots with equal ``value`` constrain the same
     value: an input slot reading a constrained output, or two slots reading one operand),
@@ -120,7 +136,7 @@ def constraint_slots(module: Module, space: LayoutSpace,
                    for k, _ in config.layouts if k in tensors}
     index = {(c.name, i.name): i for c, i in module.instructions()}
     roots = {c.name: c.root for c in module.computations}
-    slots = []
+    slots: list[ConstraintSlot] = []
     for key, layout in config.layouts:
         tensor = tensors[key]
         value = _value_producer(tensor, outputs)

@@ -1,5 +1,8 @@
 """What the parent and the worker processes exchange: the session, the jobs, the batches.
 
+Every message is a frozen dataclass (pickled between processes, so no ``slots``): built once
+by its sender; a variant is a ``dataclasses.replace``.
+
 Configs are compiled and run in worker processes (``workers.py``, driven by ``pipeline.py``)
 because XLA:CPU was seen dying with SIGILL on some option sets: a config must never take the
 whole collection down, and its failure is recorded as data with a status (``results.py``).
@@ -8,16 +11,20 @@ whole collection down, and its failure is recorded as data with a status (``resu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpugraphs_tools.errors import WorkerError as WorkerError
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.timing import Timing
 
+if TYPE_CHECKING:
+    from tpugraphs_tools.measure.apply import ConstraintSlot
+    from tpugraphs_tools.measure.realized import Realized
+
 ENGINES = ("paired", "fixed")
 
 
-@dataclass
+@dataclass(frozen=True)
 class SessionSpec:
     """What the workers need to measure configs of one graph (or kernel)."""
 
@@ -47,30 +54,30 @@ class SessionSpec:
     processes: int = 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
     """One config to compile: HLO text with the config applied, and its compile options."""
 
     index: int
     text: str
-    slots: list[dict[str, Any]] = field(default_factory=list)  # apply.constraint_slots
+    slots: list[ConstraintSlot] = field(default_factory=list)  # apply.constraint_slots
     options: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Compiled:
     """A config a compile worker compiled, on its way to be timed (pickled between processes)."""
 
     index: int
     compile_seconds: float
-    realized: dict[str, Any]       # realized layouts, fingerprint (measure/realized.py)
+    realized: Realized             # realized layouts, fingerprint (measure/realized.py)
     key: str                       # dedupe key: same key, same program
     executable: bytes              # serialized; the measurement worker loads it
     optimized_text: str | None = None  # with SessionSpec.return_optimized
     repeat_of: int | None = None   # paired engine: a config of an earlier batch timed again
 
 
-@dataclass
+@dataclass(frozen=True)
 class Batch:
     """One message to the measurement worker: configs to time (repeats included), the compile
     workers to stop during timed rounds, and the CIs of configs finished before (paired)."""
@@ -86,12 +93,12 @@ class Batch:
     budget_seconds: float | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class DefaultInfo:
     """The measurement worker's default config, once it is compiled and checked ("ready")."""
 
     compile_seconds: float
-    realized: dict[str, Any]
+    realized: Realized
     key: str
     timing: Timing | None = None   # fixed engine only: the default timed alone
     optimized_text: str | None = None

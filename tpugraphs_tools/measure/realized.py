@@ -26,14 +26,39 @@ import hashlib
 import json
 import re
 from collections import defaultdict
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from tpugraphs_tools.configs import SLOTS as SLOT_NAMES
 from tpugraphs_tools.configs import physical_order
 from tpugraphs_tools.hlo import Computation, Instruction, Module, Shape, fingerprint
+from tpugraphs_tools.measure.apply import ConstraintSlot
 
 COPY_OPCODES = frozenset({"copy", "transpose"})
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+
+
+class SlotCheck(TypedDict):
+    """What the optimized module showed for one constrained slot (:func:`check_slots`)."""
+
+    node: str
+    slot: str                      # configs.SLOTS name
+    wanted: list[int]              # the requested minor_to_major
+    realized: list[int] | None     # a layout found in the requested order, else the first found
+    found: list[list[int]]         # every layout the value was seen in, sorted
+    honoured: bool | None          # requested order found / only others / not located
+    node_layout: list[int] | None  # the layout the node itself used, when it used one
+
+
+class Realized(TypedDict):
+    """What the compiler did with a config, read back from the optimized module: the
+    configs.parquet ``realized`` JSON (sorted keys) of a layout config; the tile collection
+    adds its kernel space's facts to the JSON (collect/tile.py)."""
+
+    copies: int                    # copy/transpose instructions in the optimized module
+    slots: list[SlotCheck]         # one per constrained slot (none for the default)
+    fingerprint: str               # of the optimized module
+    # SessionSpec.dedupe_on_code: hash of the generated machine code (None: no code dumped)
+    code_hash: NotRequired[str | None]
 
 
 def options_key(optimized_fingerprint: str, options: dict[str, Any] | None) -> str:
@@ -47,7 +72,7 @@ def op_name(inst: Instruction) -> str | None:
     return match.group(1) if match else None
 
 
-def _layout(shape: Shape | None, slot: dict[str, Any]) -> tuple[int, ...] | None:
+def _layout(shape: Shape | None, slot: ConstraintSlot) -> tuple[int, ...] | None:
     """The layout of ``shape`` if it is an array of the slot's type and dims, else None."""
     if (shape is None or shape.is_tuple or shape.element_type != slot["element_type"]
             or list(shape.dims) != slot["dims"] or shape.minor_to_major is None):
@@ -55,7 +80,7 @@ def _layout(shape: Shape | None, slot: dict[str, Any]) -> tuple[int, ...] | None
     return tuple(shape.minor_to_major)
 
 
-def _evidence(optimized: Module, slots: list[dict[str, Any]]
+def _evidence(optimized: Module, slots: list[ConstraintSlot]
               ) -> tuple[dict[str, set[tuple[int, ...]]], list[set[tuple[int, ...]]]]:
     """Layouts each constrained value was seen in, and per slot those the node itself used."""
     tagged: dict[str, list[tuple[Computation, Instruction]]] = defaultdict(list)
@@ -96,10 +121,10 @@ def _evidence(optimized: Module, slots: list[dict[str, Any]]
     return values, nodes
 
 
-def check_slots(optimized: Module, slots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_slots(optimized: Module, slots: list[ConstraintSlot]) -> list[SlotCheck]:
     """One record per constrained slot: requested layout, layouts found, ``honoured``."""
     values, nodes = _evidence(optimized, slots)
-    records = []
+    records: list[SlotCheck] = []
     for slot, node in zip(slots, nodes, strict=True):
         dims = tuple(slot["dims"])
         found = sorted(values[slot["value"]])
@@ -117,14 +142,14 @@ def check_slots(optimized: Module, slots: list[dict[str, Any]]) -> list[dict[str
     return records
 
 
-def realized_layouts(optimized: Module, slots: list[dict[str, Any]]) -> dict[str, Any]:
+def realized_layouts(optimized: Module, slots: list[ConstraintSlot]) -> Realized:
     """Copies/transposes XLA inserted, the per-slot check, the optimized fingerprint."""
     copies = sum(inst.opcode in COPY_OPCODES for _, inst in optimized.instructions())
     return {"copies": copies, "slots": check_slots(optimized, slots),
             "fingerprint": fingerprint(optimized)}
 
 
-def honoured_json(realized: dict[str, Any] | None) -> str | None:
+def honoured_json(realized: Realized | None) -> str | None:
     """configs.parquet ``honoured``: node → slot → true/false/null, like ``config``."""
     if not realized or "slots" not in realized:
         return None

@@ -14,6 +14,7 @@ from tpugraphs_tools.measure.timing import Timing
 
 if TYPE_CHECKING:
     from tpugraphs_tools.measure.messages import Compiled
+    from tpugraphs_tools.measure.realized import Realized
 
 
 class Status(enum.StrEnum):
@@ -53,13 +54,14 @@ COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
 CONTROL, REPEAT = Status.CONTROL, Status.REPEAT
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConfigResult:
     """What became of one config (``index``; None for the A/A control): its status and, when
     it was timed, its timings and its label. Only the fields its status implies are set.
 
-    The measurement worker fills it in as the config goes through the numerics check and the
-    timed rounds; collect/ turns a finished one into a configs.parquet row and never changes it.
+    Frozen (it crosses processes by pickle, so no ``slots``): the measurement worker builds
+    one after the numerics check and derives the timed one from it with
+    ``dataclasses.replace``; collect/ turns a finished one into a configs.parquet row.
     """
 
     index: int | None
@@ -68,9 +70,8 @@ class ConfigResult:
     status: Status | str
     error: str | None = None
     compile_seconds: float | None = None
-    # JSON read back from the optimized HLO: layout configs {copies, slots, fingerprint}
-    # (measure/realized.py), tile configs add the kernel space's facts.
-    realized: dict[str, Any] | None = None
+    # Read back from the optimized HLO (measure/realized.py); None when it did not compile.
+    realized: Realized | None = None
     key: str | None = None
     optimized_text: str | None = None
     repeat_of: int | None = None      # a REPEAT of this config index
@@ -98,7 +99,7 @@ class ConfigResult:
     process_sd: float | None = None       # between-process SD (log scale) in its CI
 
     def __post_init__(self) -> None:
-        self.status = Status(self.status)
+        object.__setattr__(self, "status", Status(self.status))  # frozen: set once, here
 
     @classmethod
     def of(cls, item: Compiled, status: Status, **fields: Any) -> ConfigResult:

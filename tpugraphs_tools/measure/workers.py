@@ -10,12 +10,13 @@ and stands in for real compiler crashes and hangs. No product type carries a fau
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +32,10 @@ from tpugraphs_tools.measure.results import (
     WRONG_RESULT,
     ConfigResult,
 )
+
+if TYPE_CHECKING:
+    from tpugraphs_tools.measure.apply import ConstraintSlot
+    from tpugraphs_tools.measure.realized import Realized
 
 # An error's text in a config row: compiler errors can dump whole modules; the head says why.
 ERROR_TEXT_LIMIT = 2000
@@ -61,8 +66,8 @@ def _inject(fault: str | None) -> None:
 
 
 def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
-                     spec: SessionSpec, slots: list[dict[str, Any]]
-                     ) -> tuple[Any, dict[str, Any], str, str]:
+                     spec: SessionSpec, slots: list[ConstraintSlot]
+                     ) -> tuple[Any, Realized, str, str]:
     """Compile, read the optimized module back: (executable, realized, dedupe key, HLO text).
 
     The key is (optimized fingerprint, options), or with ``spec.dedupe_on_code`` (optimized
@@ -79,13 +84,11 @@ def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
         exe = C.compile_text(text, signature, options, spec.backend)
     optimized_text = X.executable_hlo_text(exe)
     realized = realized_layouts(parse_hlo_text(optimized_text, source="optimized"), slots)
-    if spec.dedupe_on_code:
-        realized["code_hash"] = code
-        # No dumped code means library/runtime thunks only: the HLO decides everything.
-        key = options_key(f"{realized['fingerprint']}:{code or 'no-code'}", None)
-    else:
-        key = options_key(realized["fingerprint"], options)
-    return exe, realized, key, optimized_text
+    if not spec.dedupe_on_code:
+        return exe, realized, options_key(realized["fingerprint"], options), optimized_text
+    # No dumped code means library/runtime thunks only: the HLO decides everything.
+    key = options_key(f"{realized['fingerprint']}:{code or 'no-code'}", None)
+    return exe, {**realized, "code_hash": code}, key, optimized_text
 
 
 def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
@@ -159,73 +162,61 @@ def _start_default(spec: SessionSpec) -> tuple[Engine, _NumericsCheck, DefaultIn
     start = time.perf_counter()
     base, realized, key, optimized_text = compile_and_read(spec.base_text, signature,
                                                            spec.options, spec, [])
-    ready = DefaultInfo(time.perf_counter() - start, realized, key)
+    compiled = DefaultInfo(time.perf_counter() - start, realized, key,
+                           optimized_text=optimized_text if spec.return_optimized else None)
     default = DefaultProgram(spec, base, inputs, signature, jax.devices(spec.backend)[0], C.run)
     check = _NumericsCheck.of(default)
     engine = make_engine(default)
-    engine.ready(ready)
-    if spec.return_optimized:
-        ready.optimized_text = optimized_text
-    return engine, check, ready
+    return engine, check, engine.ready(compiled)
 
 
-def _check_items(message: Batch, check: _NumericsCheck, crash_runs: set[int]
-                 ) -> tuple[list[ConfigResult], list[TimedItem]]:
-    """Every item's result, and the items whose numerics passed (to be timed)."""
-    results: list[ConfigResult] = []
-    timed: list[TimedItem] = []
-    for item in message.items:
-        result = ConfigResult.of(item, OK)
-        results.append(result)
-        if item.index in crash_runs and item.repeat_of is None:
-            os.kill(os.getpid(), signal.SIGSEGV)
-        try:
-            exe = X.deserialize_executable(item.executable, check.default.device)
-            error = check.max_error(exe)
-        except Exception as exc:
-            result.status, result.error = RUNTIME_ERROR, _message(exc)
-            continue
-        result.max_abs_error = error
-        if not np.isfinite(error) or error > check.tolerance:
-            result.status = WRONG_RESULT
-            result.error = (f"max abs error {error:.3g} vs default (tolerance "
-                            f"{check.tolerance:.3g})")
-            continue
-        timed.append(TimedItem(result, [exe], item.executable))
-    return results, timed
+def _check_item(item: Compiled, check: _NumericsCheck, crash_runs: set[int]
+                ) -> ConfigResult | TimedItem:
+    """The item to time if its numerics pass, else its failed result."""
+    if item.index in crash_runs and item.repeat_of is None:
+        os.kill(os.getpid(), signal.SIGSEGV)
+    try:
+        exe = X.deserialize_executable(item.executable, check.default.device)
+        error = check.max_error(exe)
+    except Exception as exc:
+        return ConfigResult.of(item, RUNTIME_ERROR, error=_message(exc))
+    if not np.isfinite(error) or error > check.tolerance:
+        return ConfigResult.of(item, WRONG_RESULT, max_abs_error=error,
+                               error=(f"max abs error {error:.3g} vs default (tolerance "
+                                      f"{check.tolerance:.3g})"))
+    return TimedItem(ConfigResult.of(item, OK, max_abs_error=error), [exe], item.executable)
 
 
-def _time_items(message: Batch, engine: Engine, items: list[TimedItem]) -> float:
-    """Load and warm up ``items``, label them with the compile workers stopped; returns the
-    seconds they were stopped."""
+def _time_items(message: Batch, engine: Engine, items: list[TimedItem]
+                ) -> tuple[list[ConfigResult], float]:
+    """Load and warm up ``items``, label them with the compile workers stopped: their results
+    in item order, and the seconds the compile workers were stopped."""
     loaded = engine.load(items)
     stop = time.perf_counter()
     signal_all(message.pause, signal.SIGSTOP)
     try:
-        engine.label(message, loaded, items)
+        labelled = engine.label(message, loaded, items)
     finally:
         signal_all(message.pause, signal.SIGCONT)
         paused = time.perf_counter() - stop if message.pause else 0.0
-    for item in items:
-        if item.result.repeat_of is not None:
-            item.result.status = REPEAT
-    return paused
+    return [dataclasses.replace(r, status=REPEAT) if r.repeat_of is not None else r
+            for r in labelled], paused
 
 
 def _measure_batch(message: Batch, engine: Engine, check: _NumericsCheck,
                    crash_runs: set[int]) -> list[ConfigResult]:
     """Check, time and label one batch; results in item order, the engine's extras last."""
     batch_start = time.perf_counter()
-    results, items = _check_items(message, check, crash_runs)
-    extras = engine.extras()
-    items += extras
-    results += [extra.result for extra in extras]
-    paused = _time_items(message, engine, items) if items else 0.0
+    checked = [_check_item(item, check, crash_runs) for item in message.items]
+    checked += engine.extras()
+    items = [c for c in checked if isinstance(c, TimedItem)]
+    labelled, paused = _time_items(message, engine, items) if items else ([], 0.0)
+    timed = iter(labelled)
+    results = [next(timed) if isinstance(c, TimedItem) else c for c in checked]
     busy = time.perf_counter() - batch_start
-    for result in results:  # the measurement worker's busy time, shared by the batch
-        result.measure_seconds = busy / len(results)
-        result.paused_seconds = paused
-    return results
+    # The measurement worker's busy time, shared by the batch.
+    return [dataclasses.replace(r, measure_seconds=busy / len(results), paused_seconds=paused)
+            for r in results]
 
 
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:

@@ -39,7 +39,7 @@ class DefaultProgram:
 class TimedItem:
     """One item of a batch that passed the numerics check and will be timed."""
 
-    result: ConfigResult
+    result: ConfigResult        # checked, not yet timed: the engine labels a copy of it
     executables: list[Any]      # the checked executable; engines may load more copies
     blob: bytes                 # its serialized form (paired: reloaded as copies)
 
@@ -73,8 +73,8 @@ class Engine(Protocol):
 
     traits: ClassVar[Traits]
 
-    def ready(self, info: DefaultInfo) -> None:
-        """Complete the worker's "ready" message (fixed: the default timed alone)."""
+    def ready(self, info: DefaultInfo) -> DefaultInfo:
+        """The worker's "ready" message, completed (fixed: with the default timed alone)."""
 
     def extras(self) -> list[TimedItem]:
         """Items timed in every batch besides its configs (paired: the A/A control); their
@@ -83,8 +83,10 @@ class Engine(Protocol):
     def load(self, items: list[TimedItem]) -> LoadedBatch:
         """Load and warm up the copies to time (compile workers still running)."""
 
-    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]) -> None:
-        """Time the loaded runs (compile workers stopped) and write the items' labels."""
+    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]
+              ) -> list[ConfigResult]:
+        """Time the loaded runs (compile workers stopped): the items' results with their
+        labels, in item order (``dataclasses.replace`` of ``TimedItem.result``)."""
 
 
 def bind_copies(exes: list[Any], sets: list[list[Any]], run: Callable[[Any, list[Any]], object]

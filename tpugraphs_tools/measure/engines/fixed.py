@@ -6,6 +6,7 @@ collection's first engine for comparisons. One loaded copy per program, one argu
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from tpugraphs_tools.measure.engines.base import (
@@ -16,6 +17,7 @@ from tpugraphs_tools.measure.engines.base import (
     bind_copies,
 )
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo
+from tpugraphs_tools.measure.results import ConfigResult
 from tpugraphs_tools.measure.timing import time_alone, time_batch
 
 
@@ -29,8 +31,9 @@ class FixedEngine:
         self.default = default
         self.spec = default.spec
 
-    def ready(self, info: DefaultInfo) -> None:
-        info.timing = time_alone(self.default.run_once, self.spec.warmup, self.spec.repeats)
+    def ready(self, info: DefaultInfo) -> DefaultInfo:
+        return dataclasses.replace(info, timing=time_alone(
+            self.default.run_once, self.spec.warmup, self.spec.repeats))
 
     def extras(self) -> list[TimedItem]:
         return []
@@ -45,8 +48,9 @@ class FixedEngine:
                 fn()
         return LoadedBatch(defaults, copies)
 
-    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]) -> None:
+    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]
+              ) -> list[ConfigResult]:
         ref, timings = time_batch(self.default.run_once, [c[0] for c in loaded.items], 0,
                                   self.spec.repeats)
-        for item, timing in zip(items, timings, strict=True):
-            item.result.timing, item.result.default_timing = timing, ref
+        return [dataclasses.replace(item.result, timing=timing, default_timing=ref)
+                for item, timing in zip(items, timings, strict=True)]

@@ -52,8 +52,9 @@ class PairedEngine:
         self.runs_per_sample: int | None = None
         self.placement = Placement()
 
-    def ready(self, info: DefaultInfo) -> None:
+    def ready(self, info: DefaultInfo) -> DefaultInfo:
         """Nothing to add: compile workers are starting up, no time to time the default."""
+        return info
 
     def extras(self) -> list[TimedItem]:
         return [TimedItem(ConfigResult(None, CONTROL), [], self.blob)]
@@ -77,7 +78,8 @@ class PairedEngine:
                          max(1, self.spec.warmup), random.Random(seed + 1))
         return LoadedBatch(defaults, copies, seed)
 
-    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]) -> None:
+    def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]
+              ) -> list[ConfigResult]:
         if message.runs_per_sample is not None:  # another process calibrated
             self.runs_per_sample = message.runs_per_sample
         elif self.runs_per_sample is None:  # once per graph, compile workers stopped
@@ -85,18 +87,18 @@ class PairedEngine:
                                              self.spec.min_sample_ms * 1e6)
         waiting = [i for i, item in enumerate(items)
                    if item.result.status == CONTROL or item.result.repeat_of is not None]
-        paired_labels(loaded.defaults, loaded.items, self.spec, self.runs_per_sample,
-                      message.context, self.placement, waiting,
-                      [item.result for item in items], seed=loaded.seed,
-                      budget_seconds=message.budget_seconds)
+        return paired_labels(loaded.defaults, loaded.items, self.spec, self.runs_per_sample,
+                             message.context, self.placement, waiting,
+                             [item.result for item in items], seed=loaded.seed,
+                             budget_seconds=message.budget_seconds)
 
 
 def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec, k: int,
                   context: list[tuple[float, float]], placement: Placement, waiting: list[int],
                   results: list[ConfigResult], seed: int | None = None,
-                  budget_seconds: float | None = None) -> None:
-    """Time ``runs`` against ``reference`` in paired rounds and label ``results`` (one per
-    run); each run is a list of loaded copies of one program (``spec.stop.copies``).
+                  budget_seconds: float | None = None) -> list[ConfigResult]:
+    """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
+    their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
     never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none)."""
 
@@ -112,18 +114,20 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                         seed=seed)
     default = Timing.of([round(x) for x in batch.default_ns])
     default_ns = [round(x) for x in batch.default_ns]
+    labelled = []
     for i, result in enumerate(results):
         ratio = batch.ratio(i, spec.stop.confidence)
         samples = [round(x) for x in batch.config_ns[i]]
-        result.timing = Timing.of(samples)
-        result.default_timing = default
-        result.config_samples_ns, result.default_samples_ns = samples, default_ns
         center, se2, place, df = batch.parts(i)
-        result.log_center, result.log_se, result.df = center, math.sqrt(se2 + place), df
-        result.relative_to_default = ratio.ratio
-        result.relative_ci_low, result.relative_ci_high = ratio.low, ratio.high
-        result.rounds, result.stop_reason = ratio.rounds, batch.stop_reason[i]
-        result.runs_per_sample, result.timed_seconds = k, batch.seconds[i]
+        labelled.append(dataclasses.replace(
+            result, timing=Timing.of(samples), default_timing=default,
+            config_samples_ns=samples, default_samples_ns=default_ns,
+            log_center=center, log_se=math.sqrt(se2 + place), df=df,
+            relative_to_default=ratio.ratio, relative_ci_low=ratio.low,
+            relative_ci_high=ratio.high, rounds=ratio.rounds,
+            stop_reason=batch.stop_reason[i], runs_per_sample=k,
+            timed_seconds=batch.seconds[i]))
+    return labelled
 
 
 def _maps_in_use() -> int | None:
