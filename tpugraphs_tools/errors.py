@@ -28,7 +28,8 @@ Tree::
     │   └── NothingToScore (also a BaselineError)
     ├── BaselineError         baseline/: training and scoring
     └── ValidateError         validate/: reading files under check
-        └── NpzError
+        ├── NpzError
+        └── TablePartError
 """
 
 from __future__ import annotations
@@ -172,3 +173,7 @@ class NpzError(ValidateError):
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class TablePartError(ValidateError):
+    """Raised for a Parquet table part (or a column of it) that cannot be read."""

@@ -16,6 +16,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tpugraphs_tools.errors import TablePartError
 from tpugraphs_tools.store import arrow_schema, load_schema, schema_dir
 from tpugraphs_tools.validate.report import Report
 
@@ -43,22 +44,18 @@ def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:
     return pa.types.is_large_string(actual) and pa.types.is_string(expected)
 
 
-class _Unreadable(Exception):
-    """A part (or one of its columns) cannot be read; the message is the reader's."""
-
-
 def _open(path: Path) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path)
     except Exception as exc:
-        raise _Unreadable(str(exc)) from None
+        raise TablePartError(str(exc)) from None
 
 
 def _read(pf: pq.ParquetFile, columns: list[str]) -> pa.Table:
     try:
         return pf.read(columns=columns, use_threads=False)
     except Exception as exc:
-        raise _Unreadable(str(exc)) from None
+        raise TablePartError(str(exc)) from None
 
 
 def read_table(path: Path, rel: str, name: str, report: Report,
@@ -85,7 +82,7 @@ def read_table(path: Path, rel: str, name: str, report: Report,
             check_schema(names, column, name, rel, checked)
             table = _read(pf, names if columns is None else
                           [c for c in names if c in set(columns)])
-    except _Unreadable as exc:  # truncated footer, corrupt page, not parquet
+    except TablePartError as exc:  # truncated footer, corrupt page, not parquet
         report.emit("structure.unreadable", f"unreadable parquet: {exc}", rel)
         return None
     report.files_checked += 1
