@@ -23,6 +23,10 @@ from tpugraphs_tools.measure import Status
 
 if TYPE_CHECKING:
     from tpugraphs_tools.collect.graphs import CollectedGraph
+    from tpugraphs_tools.collect.journal import ConfigJournal
+    from tpugraphs_tools.collect.summary import CollectSummary
+    from tpugraphs_tools.measure import MeasureOptions
+    from tpugraphs_tools.store import Dataset
 
 DEFAULT_FAILED = Status.DEFAULT_FAILED
 EXIT_PARTIAL = 3  # documented in README.md and docs/collect.md
@@ -114,8 +118,9 @@ def no_empty_out(out: str | Path) -> Iterator[None]:
         raise
 
 
-def store_unmeasured(dataset: Any, collected: CollectedGraph, layout: Any, journal: Any,
-                     summary: Any, error: BaseException) -> None:
+def store_unmeasured(dataset: Dataset, collected: CollectedGraph, layout: MeasureOptions,
+                     journal: ConfigJournal, summary: CollectSummary,
+                     error: BaseException) -> None:
     """Commit a graph whose default config failed, with a ``default_failed`` row per config
     (the graph then counts as complete: rerunning the same command does not retry it)."""
     from tpugraphs_tools.collect.graphs import write_graphs
