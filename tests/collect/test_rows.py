@@ -1,4 +1,5 @@
-"""ConfigRow is configs.parquet's schema field for field, and rows read back become ConfigRows."""
+"""ConfigRow and GraphRow are configs.parquet's and graphs.parquet's schemas field for field,
+and rows read back become typed rows."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ import pytest
 import typing_extensions
 
 from tpugraphs_tools.collect.journal import ConfigJournal
-from tpugraphs_tools.collect.rows import WORKING_KEYS, ConfigRow, config_row, stored_row
+from tpugraphs_tools.collect.rows import (
+    STORED_GRAPH_REQUIRED,
+    WORKING_KEYS,
+    ConfigRow,
+    GraphRow,
+    config_row,
+    graph_row_of,
+    stored_row,
+)
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.measure import Status, StopReason
 from tpugraphs_tools.store import load_schema
@@ -19,9 +28,9 @@ _ARROW = {"string": str, "int64": int, "double": float, "bool": bool}
 _WRAPPERS = (typing.NotRequired, typing_extensions.NotRequired, typing_extensions.ReadOnly)
 
 
-def _fields() -> dict[str, tuple[set[type], bool, bool]]:
+def _fields(record: type = ConfigRow) -> dict[str, tuple[set[type], bool, bool]]:
     """field -> (its non-null types, nullable, may be absent)."""
-    hints = typing.get_type_hints(ConfigRow, include_extras=True,
+    hints = typing.get_type_hints(record, include_extras=True,
                                   localns={"ReadOnly": typing_extensions.ReadOnly})
     out = {}
     for name, hint in hints.items():
@@ -82,3 +91,57 @@ def test_the_journal_hands_back_typed_rows(tmp_path: Path):
     (row,) = journal.load().values()
     assert row["status"] is Status.OK and row["stop_reason"] is StopReason.PRECISION
     assert row["npz_row"] is None
+
+
+# Filled in after a collection builds the row: by the store, by ``tgt split``, or on tile
+# graphs only.
+_GRAPH_ABSENT = {"npz_file", "hlo_file", "created_at", "split", "parent_graph_id",
+                 "parent_instruction"}
+
+
+def test_every_graphs_schema_column_is_a_graph_row_field_of_a_compatible_type_and_back():
+    schema = load_schema("graphs")
+    required = set(schema["required"])
+    fields = _fields(GraphRow)
+    assert set(fields) == set(schema["properties"])
+    assert set(STORED_GRAPH_REQUIRED) == required
+    for name, prop in schema["properties"].items():
+        kinds, nullable, absent = fields[name]
+        assert len(kinds) == 1, name
+        (kind,) = kinds
+        assert issubclass(kind, _ARROW[prop["x-arrow"]]), name
+        schema_nullable = "null" in prop.get("type", []) or None in prop.get("enum", [])
+        assert nullable == schema_nullable, name
+        assert (name in required) == (not nullable), name
+        assert absent == (name in _GRAPH_ABSENT), name
+
+
+def _stored_graph(**changes: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "graph_id": "p.000000000001", "collection": "layout", "program": "p",
+        "program_args": "{}", "source": "jax", "source_path": None, "hlo_stage": "unoptimized",
+        "fingerprint": "0" * 64, "backend": "cpu", "device_kind": "cpu", "config_space": None,
+        "num_nodes": 3, "num_edges": 2, "num_configurable": 1, "num_configs": 0,
+        "npz_file": "graphs/p.000000000001.npz", "hlo_file": None, "jax_version": None,
+        "jaxlib_version": None, "xla_flags": None, "created_at": "2026-01-01T00:00:00Z",
+        "parent_graph_id": None, "parent_instruction": None, "split": None}
+    row.update(changes)
+    return {k: v for k, v in row.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+def test_a_stored_graph_row_reads_back_unchanged():
+    values = _stored_graph()
+    assert graph_row_of(values) == values
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"nodes": 3}, "nodes"),
+    ({"program": _DROP}, "program"),
+    ({"npz_file": None}, "npz_file"),
+])
+def test_bad_graph_rows_are_rejected_naming_what_is_wrong(changes, message):
+    with pytest.raises(DatasetError, match=f"graphs.parquet row 4: .*{message}"):
+        graph_row_of(_stored_graph(**changes), where="graphs.parquet row 4")

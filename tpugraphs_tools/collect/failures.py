@@ -13,12 +13,20 @@ import contextlib
 import json
 import shutil
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.hlo import Module
 from tpugraphs_tools.measure import Status
+
+if TYPE_CHECKING:
+    from tpugraphs_tools.collect.graphs import CollectedGraph
+    from tpugraphs_tools.collect.journal import ConfigJournal
+    from tpugraphs_tools.collect.summary import CollectSummary
+    from tpugraphs_tools.measure import MeasureOptions
+    from tpugraphs_tools.store import Dataset
 
 DEFAULT_FAILED = Status.DEFAULT_FAILED
 EXIT_PARTIAL = 3  # documented in README.md and docs/collect.md
@@ -110,7 +118,8 @@ def no_empty_out(out: str | Path) -> Iterator[None]:
         raise
 
 
-def store_unmeasured(dataset: Any, collected: Any, layout: Any, journal: Any, summary: Any,
+def store_unmeasured(dataset: Dataset, collected: CollectedGraph, layout: MeasureOptions,
+                     journal: ConfigJournal, summary: CollectSummary,
                      error: BaseException) -> None:
     """Commit a graph whose default config failed, with a ``default_failed`` row per config
     (the graph then counts as complete: rerunning the same command does not retry it)."""
@@ -123,7 +132,7 @@ def store_unmeasured(dataset: Any, collected: Any, layout: Any, journal: Any, su
     except Exception:  # the default alone still records the request
         configs = [{}]
     rows = unmeasured_rows(configs, layout.strategy, layout.seed, reason)
-    collected.row["num_configs"] = 0
+    collected = replace(collected, row={**collected.row, "num_configs": 0})
     write_graphs(dataset, [collected], configs={collected.graph_id: rows})
     journal.remove()
     summary.unmeasured[collected.graph_id] = reason

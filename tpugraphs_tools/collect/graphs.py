@@ -13,18 +13,21 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.collect.rows import ConfigRow, stored_row
+from tpugraphs_tools.collect.rows import ConfigRow, GraphRow, stored_row
 from tpugraphs_tools.features import Graph, featurize
 from tpugraphs_tools.format import LAYOUT, TILE, Kind, collection_of
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered, stored_hlo
 from tpugraphs_tools.store import Dataset, jax_versions, make_graph_id
 
 
-@dataclass
+@dataclass(frozen=True)
 class CollectedGraph:
+    """One graph on its way into the store; measuring it makes a new one
+    (``dataclasses.replace`` with the config arrays and the row's ``num_configs``)."""
+
     source: HloSource
     graph: Graph
-    row: dict[str, Any]
+    row: GraphRow
     config_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -53,7 +56,7 @@ def device_info(backend: str | None) -> tuple[str, str]:
 
 def graph_row(src: HloSource, graph: Graph, *, program: str, program_args: dict[str, Any],
               collection: str, backend: str, device_kind: str | None,
-              config_space: str | None = None) -> dict[str, Any]:
+              config_space: str | None = None) -> GraphRow:
     fp = fingerprint(src.module)
     jax_v, jaxlib_v = jax_versions()
     return {

@@ -1,4 +1,5 @@
-"""Config rows: one record per graph x config tried, as configs.parquet stores it.
+"""Table rows: a config row per graph x config tried (configs.parquet), a graph row per graph
+(graphs.parquet).
 
 A :class:`ConfigRow` is built once from a measurement result (``collect/layout.py``,
 ``collect/tile.py``) and never changed after: values derived later (window widening, the npz
@@ -90,3 +91,55 @@ def config_row(values: Mapping[str, Any], where: str = "config row") -> ConfigRo
 def stored_row(row: ConfigRow) -> ConfigRow:
     """``row`` without its working keys (all NotRequired): the configs.parquet columns."""
     return cast(ConfigRow, {k: v for k, v in row.items() if k not in WORKING_KEYS})
+
+
+class GraphRow(TypedDict):
+    """``schemas/graphs.schema.json``, field for field (tests/collect/test_rows.py checks the
+    two agree). Built once by ``collect/graphs.py:graph_row``; a changed count makes a new row."""
+
+    graph_id: ReadOnly[str]
+    collection: ReadOnly[str]
+    program: ReadOnly[str]
+    program_args: ReadOnly[str]
+    source: ReadOnly[str]
+    source_path: ReadOnly[str | None]
+    hlo_stage: ReadOnly[str]
+    fingerprint: ReadOnly[str]
+    backend: ReadOnly[str]
+    device_kind: ReadOnly[str | None]
+    config_space: ReadOnly[str | None]
+    num_nodes: ReadOnly[int]
+    num_edges: ReadOnly[int]
+    num_configurable: ReadOnly[int]
+    num_configs: ReadOnly[int]
+    npz_file: NotRequired[ReadOnly[str]]  # filled in by the store (Transaction.put_graph)
+    hlo_file: NotRequired[ReadOnly[str | None]]  # ... when the raw HLO is stored beside it
+    jax_version: ReadOnly[str | None]
+    jaxlib_version: ReadOnly[str | None]
+    xla_flags: ReadOnly[str | None]
+    created_at: NotRequired[ReadOnly[str]]  # filled in by the store
+    parent_graph_id: NotRequired[ReadOnly[str | None]]  # tile graphs only
+    parent_instruction: NotRequired[ReadOnly[str | None]]  # tile graphs only
+    split: NotRequired[ReadOnly[str | None]]  # set by ``tgt split``, never by a collection
+
+
+# The schema's required columns: a row read back from the store has every one (the store
+# fills npz_file and created_at in).
+STORED_GRAPH_REQUIRED = (
+    "graph_id", "collection", "program", "program_args", "source", "hlo_stage", "fingerprint",
+    "backend", "num_nodes", "num_edges", "num_configurable", "num_configs", "npz_file",
+    "created_at")
+
+
+def graph_row_of(values: Mapping[str, Any], where: str = "graph row") -> GraphRow:
+    """A graphs.parquet row read back (``Dataset.graph_row``, a table's ``to_dicts()``) as a
+    :class:`GraphRow`; an unknown column or a missing required one is a :class:`DatasetError`
+    naming ``where``."""
+    columns = GraphRow.__annotations__
+    extra = sorted(set(values) - set(columns))
+    missing = [k for k in STORED_GRAPH_REQUIRED if values.get(k) is None]
+    if extra or missing:
+        raise DatasetError(f"{where}: " + "; ".join(
+            ([f"columns not in schemas/graphs.schema.json: {extra}"] if extra else [])
+            + ([f"missing {missing}"] if missing else [])))
+    return cast(GraphRow, dict(values))

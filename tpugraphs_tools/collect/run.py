@@ -32,7 +32,7 @@ from tpugraphs_tools.collect.graphs import (
 from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
 from tpugraphs_tools.collect.progress import ProgressEvent, ProgressTracker, Stage
-from tpugraphs_tools.collect.rows import ConfigRow, config_row
+from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
 from tpugraphs_tools.collect.summary import CollectSummary
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.errors import DatasetError
@@ -141,7 +141,8 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
                          & (pl.col("parent_graph_id") == parent_id))
     if done.height:  # kernels of a program are committed together: present means complete
         summary.skipped.extend(done["graph_id"].to_list())
-        summary.graphs.extend(done.to_dicts())
+        summary.graphs.extend(graph_row_of(r, f"{dataset.root}: graphs.parquet")
+                              for r in done.to_dicts())
         return
     opts = TileOptions(replace(item.options or TileOptions().measure, backend=backend))
     tracker.stage("compiling", "the program, for its kernels")
@@ -184,7 +185,8 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOpti
         if reason is not None:  # a rerun still reports the graph as unmeasured
             summary.unmeasured[collected.graph_id] = reason
         summary.skipped.append(collected.graph_id)
-        summary.graphs.append(dataset.graph_row(collected.graph_id))
+        summary.graphs.append(graph_row_of(dataset.graph_row(collected.graph_id),
+                                           f"{dataset.root}: graphs.parquet"))
         return None
     journal = ConfigJournal(dataset.root, collected.graph_id, header)
     return layout, journal, {**(committed or {}), **journal.load()}
@@ -194,8 +196,8 @@ def commit_graph(dataset: Dataset, collected: CollectedGraph, result: LayoutResu
                  journal: ConfigJournal, summary: CollectSummary) -> None:
     """Commit one measured layout graph atomically, drop its journal, add it to the summary
     (every executor ends a graph here: local and Ray)."""
-    collected.config_arrays = result.arrays
-    collected.row["num_configs"] = int(result.arrays["config_runtime"].shape[0])
+    collected = replace(collected, config_arrays=result.arrays, row={
+        **collected.row, "num_configs": int(result.arrays["config_runtime"].shape[0])})
     write_graphs(dataset, [collected], configs={collected.graph_id: result.rows})
     journal.remove()
     reason = unmeasured_reason(result.rows)

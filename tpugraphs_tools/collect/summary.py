@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tpugraphs_tools.collect.rows import GraphRow
 from tpugraphs_tools.measure import Status, StopReason
-
-GraphRow = dict[str, Any]  # a graphs.parquet row (store/): the table's schema, not a record
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class TileEffect:
     """One kernel config's effect against the default, in units of the noisier side's CV."""
 
     graph_id: str
-    parent_instruction: str
+    parent_instruction: str | None  # GraphRow's column (set on every tile graph)
     # The kernel config's settings (configs.parquet ``config``, parsed): knob -> value, the
     # knobs depend on the config space (configs/tile.py), so the mapping stays open.
     config: dict[str, Any]

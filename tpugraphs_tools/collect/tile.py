@@ -24,7 +24,7 @@ import numpy as np
 
 from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_row
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text, extract_kernels
-from tpugraphs_tools.collect.rows import ConfigRow
+from tpugraphs_tools.collect.rows import ConfigRow, GraphRow
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
 from tpugraphs_tools.configs import (
     NUM_TILE_FEATURES,
@@ -287,13 +287,14 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
         src = HloSource(kernel.module, kernel.text, None,
                         compiled_source.kind, "optimized", origin)
         graph = featurize(kernel.module)
-        row = graph_row(src, graph, program=program, program_args=program_args,
-                        collection="tile", backend=platform, device_kind=device_kind,
-                        config_space=space.name)
         rows, arrays = _arrays(run)
-        row.update(graph_id=tile_graph_id(program, kernel.fingerprint),
-                   parent_graph_id=parent_graph_id, parent_instruction=kernel.name,
-                   num_configurable=0, num_configs=int(arrays["config_runtime"].shape[0]))
+        row: GraphRow = {
+            **graph_row(src, graph, program=program, program_args=program_args,
+                        collection="tile", backend=platform, device_kind=device_kind,
+                        config_space=space.name),
+            "graph_id": tile_graph_id(program, kernel.fingerprint),
+            "parent_graph_id": parent_graph_id, "parent_instruction": kernel.name,
+            "num_configurable": 0, "num_configs": int(arrays["config_runtime"].shape[0])}
         collected = CollectedGraph(src, graph, row, arrays)
         graphs.append((collected, rows))
         if len(kernel.instances) > 1:

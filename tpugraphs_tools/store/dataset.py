@@ -218,17 +218,17 @@ class Transaction:
             old.unlink(missing_ok=True)
             atomic.LIVE.discard(old)
 
-    def put_graph(self, row: dict[str, Any], arrays: dict[str, np.ndarray],
+    def put_graph(self, row: Mapping[str, Any], arrays: dict[str, np.ndarray],
                   hlo: bytes | None = None, hlo_suffix: str = ".hlo.pb") -> None:
         """Add or replace a graph (row + npz + optional raw HLO beside it)."""
         graph_id = row["graph_id"]
         npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
-        row = {"created_at": now(), **row, "npz_file": npz_rel}
+        stored = {"created_at": now(), **row, "npz_file": npz_rel}
         if hlo is not None:
-            row["hlo_file"] = f"{GRAPHS_DIR}/{graph_id}{hlo_suffix}"
-            self.put_file(row["hlo_file"], hlo)
-        to_arrow_table("graphs", [row])  # unknown columns fail here, not at commit
-        self._graph_rows[graph_id] = row
+            stored["hlo_file"] = f"{GRAPHS_DIR}/{graph_id}{hlo_suffix}"
+            self.put_file(stored["hlo_file"], hlo)
+        to_arrow_table("graphs", [stored])  # unknown columns fail here, not at commit
+        self._graph_rows[graph_id] = stored
         self._stage_file(npz_rel, lambda p: write_npz(p, arrays))
 
     def put_graph_file(self, row: dict[str, Any], npz: Path) -> None:
