@@ -23,9 +23,9 @@ from google.protobuf import (  # type: ignore[import-untyped]
 )
 
 from tpugraphs_tools.cli import main
+from tpugraphs_tools.configs import bounds_features
 from tpugraphs_tools.errors import TuningDataError
 from tpugraphs_tools.publish import decode_tuning_file, export_tpugraphs, import_tuning_data
-from tpugraphs_tools.publish._tuning_import import tile_features
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
@@ -161,7 +161,7 @@ def tile_pb(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_tile_features_follow_the_official_encoder() -> None:
-    feat = tile_features([3, 1, 24, 3, 2, 2, 5], [2, 26, 4, 2], [])
+    feat = bounds_features([3, 1, 24, 3, 2, 2, 5], [2, 26, 4, 2], [])
     assert feat.dtype == np.float32 and feat.shape == (24,)
     # six leading values, then sum and product of all seven
     assert feat[:8].tolist() == [3, 1, 24, 3, 2, 2, 40, 3 * 24 * 3 * 2 * 2 * 5]
@@ -226,7 +226,7 @@ def test_tile_file_imports(tile_pb: Path, tmp_path: Path) -> None:
     assert "node_config_ids" not in arrays
     assert arrays["config_runtime"].tolist() == [500, 400]
     assert arrays["config_runtime_normalizers"].tolist() == [500, 500]
-    assert arrays["config_feat"][0].tolist() == tile_features([], [2, 26, 4, 2], []).tolist()
+    assert arrays["config_feat"][0].tolist() == bounds_features([], [2, 26, 4, 2], []).tolist()
     configs = ds.configs().sort("config_index").to_dicts()
     assert [c["status"] for c in configs] == ["ok", "ok", "runtime_error", "runtime_error"]
     assert json.loads(configs[1]["config"])["iteration_bounds"] == [9]

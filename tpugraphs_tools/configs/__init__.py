@@ -15,11 +15,13 @@ from tpugraphs_tools.configs.tile import (
     NUM_TILE_FEATURES,
     KernelConfig,
     KernelConfigSpace,
+    bounds_features,
     default_space,
 )
 
 __all__ = [
     "NUM_LAYOUT_FEATURES", "NUM_TILE_FEATURES", "SLOTS", "STRATEGIES", "KernelConfig",
-    "KernelConfigSpace", "Layout", "LayoutConfig", "LayoutSpace", "LayoutTensor", "default_space",
+    "KernelConfigSpace", "Layout", "LayoutConfig", "LayoutSpace", "LayoutTensor", "bounds_features",
+    "default_space",
     "generate_configs", "layout_space", "physical_order",
 ]

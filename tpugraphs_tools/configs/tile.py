@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -84,13 +85,15 @@ class KernelConfigSpace(Protocol):
         ...
 
 
-def bounds_features(kernel: tuple[float, ...], output: tuple[float, ...],
-                    inputs: tuple[float, ...]) -> np.ndarray:
-    """TpuGraphs' tile features: per group six values, their sum and product (0 if empty)."""
+def bounds_features(kernel: Iterable[float], output: Iterable[float],
+                    inputs: Iterable[float]) -> np.ndarray:
+    """TpuGraphs' tile features: per group its six leading values (0-padded), then the sum and
+    product of *all* its values (0 for an empty group), as the official encoder computes them
+    from a kernel's bounds (a group may hold more than six, e.g. rank-7 kernel bounds)."""
     feat = np.zeros(NUM_TILE_FEATURES, dtype=np.float32)
-    for start, values in ((0, kernel), (8, output), (16, inputs)):
-        values = tuple(values)[:6]
-        feat[start:start + len(values)] = values
+    for start, group in ((0, kernel), (8, output), (16, inputs)):
+        values = tuple(group)
+        feat[start:start + min(len(values), 6)] = values[:6]
         if values:
             feat[start + 6] = sum(values)
             feat[start + 7] = float(np.prod(values, dtype=np.float64))

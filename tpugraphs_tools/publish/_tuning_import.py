@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.configs import SLOTS
+from tpugraphs_tools.configs import SLOTS, bounds_features
 from tpugraphs_tools.errors import HloError, TuningDataError
 from tpugraphs_tools.features import Graph, featurize
 from tpugraphs_tools.format import (
@@ -54,7 +54,6 @@ from tpugraphs_tools.store import Dataset, make_graph_id
 
 LAYOUT_MAX_TENSORS = 3    # tensors per configurable node (output, input, kernel)
 LAYOUT_MAX_DIMS = 6       # dims kept per tensor
-TILE_LEADING = 6          # bounds kept per group before their sum and product
 CONFIG_SPACE = {"layout": "layout", "tile": "tpu-tile-sizes"}  # graphs.config_space
 STRATEGY = "default"      # the search folder export writes them to (layout/xla/default/...)
 ERROR_MESSAGE = "run marked error in the tuning data (the file records no cause)"
@@ -116,20 +115,6 @@ class Module:
     def source_path(self) -> str:
         name = self.file.path.name
         return name if self.file.message == "ModuleTuningData" else f"{name}#modules[{self.index}]"
-
-
-def tile_features(kernel: Iterable[int], output: Iterable[int],
-                  inputs: Iterable[int]) -> np.ndarray:
-    """The 24 TpuGraphs tile features: per group six leading values (0-padded), then the sum
-    and product of *all* its values (product 0 for an empty group), as the official encoder."""
-    feat = np.zeros(TILE_CONFIG_WIDTH, dtype=np.float32)
-    for g, values in enumerate((list(kernel), list(output), list(inputs))):
-        base = g * (TILE_LEADING + 2)
-        lead = values[:TILE_LEADING]
-        feat[base:base + len(lead)] = lead
-        feat[base + TILE_LEADING] = sum(values)
-        feat[base + TILE_LEADING + 1] = float(np.prod(values, dtype=np.float64)) if values else 0.0
-    return feat
 
 
 def layout_features(run: Any, num_nodes: int, where: str) -> np.ndarray:
@@ -258,7 +243,7 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
     else:
         arrays.pop("node_config_ids")
         bounds = [msg.runs[i].op_config.tile_size_config for i in timed]
-        arrays["config_feat"] = (np.stack([tile_features(b.kernel_bounds, b.output_bounds,
+        arrays["config_feat"] = (np.stack([bounds_features(b.kernel_bounds, b.output_bounds,
                                                          b.input_bounds) for b in bounds])
                                  if bounds else np.zeros((0, TILE_CONFIG_WIDTH), np.float32))
         arrays["config_runtime_normalizers"] = np.full(len(timed), normalizer or 0, np.int64)
