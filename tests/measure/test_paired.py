@@ -17,6 +17,7 @@ from tpugraphs_tools.measure.paired import (
     Placement,
     StopRule,
     time_paired,
+    timed_sample,
     trimmed_stats,
 )
 
@@ -267,3 +268,16 @@ def test_overlapping_rank_neighbours_go_on_to_the_rank_precision():
         assert ranked.ratio(i).half_width <= 0.004 < plain.ratio(i).half_width
     assert plain.stop_reason[2] == ranked.stop_reason[2] == PRECISION
     assert len(ranked.log_ratios[2]) == len(plain.log_ratios[2])
+
+
+def test_a_sample_is_primed_by_prime_runs_untimed_runs_only_when_it_has_several():
+    calls: list[int] = []
+
+    def run() -> None:
+        calls.append(1)
+
+    for k, prime, expected in [(3, 1, 4), (3, 0, 3), (3, 2, 5), (1, 1, 1)]:
+        calls.clear()
+        ns, seconds = timed_sample(run, k, prime)
+        assert len(calls) == expected, (k, prime)
+        assert ns >= 0 and seconds >= 0

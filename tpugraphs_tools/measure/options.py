@@ -96,6 +96,11 @@ class MeasureOptions:
     min_sample_ms: float = _option(
         1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
         minimum=0.0)
+    prime_runs: int = _option(
+        1, "Paired engine: untimed runs of a program just before each timed sample of more "
+        "than one run, so the sample holds no switch from the previous program (caches, "
+        "buffers). 0 times the switch too and keeps the default and the config closer in "
+        "time.", group=EXPERT, minimum=0)
     target_precision: float = _option(
         StopRule.target_precision, "Stop timing a config once its 95% CI half-width is within "
         "this fraction of its ratio (or its CI separates it from the default and its rank "
@@ -228,7 +233,8 @@ def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed,
                        warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
                        options=compile_options, engine=opts.timing,
-                       min_sample_ms=opts.min_sample_ms, stop=opts.stop, adaptive=opts.adaptive,
+                       min_sample_ms=opts.min_sample_ms, prime_runs=opts.prime_runs,
+                       stop=opts.stop, adaptive=opts.adaptive,
                        processes=opts.processes)
     return spec, pipeline_options(opts, isolation)
 

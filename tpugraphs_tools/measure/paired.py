@@ -381,16 +381,21 @@ def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_
     return min(k, max_k)
 
 
-def timed_sample(run: Callable[[], object], k: int) -> tuple[float, float]:
-    """(ns per run, seconds) of ``k`` back-to-back runs, after one untimed run when k > 1.
+def timed_sample(run: Callable[[], object], k: int, prime: int = 1) -> tuple[float, float]:
+    """(ns per run, seconds) of ``k`` back-to-back runs, after ``prime`` untimed runs when
+    k > 1.
 
     The untimed run pays for switching programs (code and buffers back in cache): without
-    it the default, sampled most often, looked ~0.7% faster than an identical copy of itself
-    (resnet18 tiny, 0.4 ms runs). A program that needs k = 1 runs ≥ ``--min-sample-ms`` alone,
-    which dwarfs the switch; priming it would double its cost (resnet50@112: 115 ms a run).
+    it the default, then sampled more often than any config, looked ~0.7% faster than an
+    identical copy of itself (resnet18 tiny, 0.4 ms runs). Rounds now sample the default
+    like any config, in random order, so the switch falls on every program alike; priming
+    costs 1/(k+1) of the time and moves the config's sample away from the default's
+    (``--prime-runs``). A program that needs k = 1 runs ≥ ``--min-sample-ms`` alone, which
+    dwarfs the switch; priming it would double its cost (resnet50@112: 115 ms a run).
     """
     if k > 1:
-        run()
+        for _ in range(prime):
+            run()
     start = time.perf_counter_ns()
     for _ in range(k):
         run()

@@ -104,7 +104,7 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
 
     def sample(i: int, copy: int) -> tuple[float, float]:
         copies = reference if i < 0 else runs[i]
-        return timed_sample(copies[copy % len(copies)], k)
+        return timed_sample(copies[copy % len(copies)], k, spec.prime_runs)
 
     # Fewer copies than asked when loading ran out of memory (load_copies).
     rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]),
