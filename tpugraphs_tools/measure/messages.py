@@ -48,7 +48,7 @@ class SessionSpec:
     # runs against a solo-timed default (the tile collection, and the old layout engine).
     engine: str = "fixed"
     min_sample_ms: float = 1.0
-    prime_runs: int = 1   # paired: untimed runs of a program just before each sample of k > 1
+    prime_runs: int = 0   # paired: untimed runs of a program just before each sample of k > 1
     stop: StopRule = field(default_factory=StopRule)   # per measurement process
     adaptive: bool = True
     # Paired engine: measurement processes each batch is timed in (measure/replicas.py).

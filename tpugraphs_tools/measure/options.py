@@ -97,10 +97,10 @@ class MeasureOptions:
         1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
         minimum=0.0)
     prime_runs: int = _option(
-        1, "Paired engine: untimed runs of a program just before each timed sample of more "
-        "than one run, so the sample holds no switch from the previous program (caches, "
-        "buffers). 0 times the switch too and keeps the default and the config closer in "
-        "time.", group=EXPERT, minimum=0)
+        0, "Paired engine: untimed runs of a program just before each timed sample of more "
+        "than one run, to keep the switch from the previous program (caches, buffers) out of "
+        "the sample. 0 (default) times the switch as part of every sample, default and "
+        "configs alike, and keeps their samples closer in time.", group=EXPERT, minimum=0)
     target_precision: float = _option(
         StopRule.target_precision, "Stop timing a config once its 95% CI half-width is within "
         "this fraction of its ratio (or its CI separates it from the default and its rank "

@@ -381,17 +381,17 @@ def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_
     return min(k, max_k)
 
 
-def timed_sample(run: Callable[[], object], k: int, prime: int = 1) -> tuple[float, float]:
+def timed_sample(run: Callable[[], object], k: int, prime: int = 0) -> tuple[float, float]:
     """(ns per run, seconds) of ``k`` back-to-back runs, after ``prime`` untimed runs when
     k > 1.
 
-    The untimed run pays for switching programs (code and buffers back in cache): without
-    it the default, then sampled more often than any config, looked ~0.7% faster than an
-    identical copy of itself (resnet18 tiny, 0.4 ms runs). Rounds now sample the default
-    like any config, in random order, so the switch falls on every program alike; priming
-    costs 1/(k+1) of the time and moves the config's sample away from the default's
-    (``--prime-runs``). A program that needs k = 1 runs ≥ ``--min-sample-ms`` alone, which
-    dwarfs the switch; priming it would double its cost (resnet50@112: 115 ms a run).
+    An untimed run pays for switching programs (code and buffers back in cache). It was
+    needed while the default was sampled more often than any config (it then looked ~0.7%
+    faster than an identical copy of itself). Rounds now sample the default like any config,
+    in random order, so the switch falls on every program alike; priming cost 1/(k+1) of the
+    time and moved a config's sample away from the default's. On resnet18 tiny without it
+    (``--prime-runs 0``, the default) four collections took 0.6× the wall time, with tighter
+    CIs, more pairs claimed and all kept (docs/benchmarks/history/2026-12-03-prime-runs.md).
     """
     if k > 1:
         for _ in range(prime):
