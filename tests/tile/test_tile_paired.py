@@ -132,7 +132,7 @@ def test_a_corrupted_tile_ci_fails_validate_naming_column_and_row(paired_ds, tmp
 def test_fixed_engine_tile_collection_still_works(tmp_path):
     out = CliRunner().invoke(main, [
         "collect", "--collection", "tile", "--program", "resnet18", "--preset", "tiny",
-        "--max-kernels", "1", "--configs", "2", "--engine", "fixed", "--fixed-rounds", "2",
+        "--max-kernels", "2", "--configs", "2", "--engine", "fixed", "--fixed-rounds", "2",
         "--warmup", "0", "--out", str(tmp_path / "ds")])
     assert out.exit_code == 0, out.output
     assert "differing from default by > 3× CV" in out.output
