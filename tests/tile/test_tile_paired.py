@@ -9,7 +9,6 @@ asserts (the machine is shared).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import polars as pl

@@ -40,16 +40,15 @@ class ReusableMeasurer(PipelinedMeasurer):
                 proc.conn.send(spec)
             except OSError:  # exited (e.g. after its one job): a fresh one gets ``spec``
                 self._replace_compiler(slot, restart=False)
-        live = [slot for slot, m in enumerate(self._measures) if m is not None]
         sent = []
-        for slot in live:
-            proc = self._measures[slot]
-            assert proc is not None
+        for slot, measure in enumerate(self._measures):
+            if measure is None:
+                continue
             try:
-                proc.conn.send(spec)
+                measure.conn.send(spec)
                 sent.append(slot)
             except OSError:
-                proc.kill()
+                measure.kill()
                 self._measures[slot] = None
         errors = []
         for slot in sent:

@@ -123,8 +123,9 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
 
 
 def _check_labels(rows: pl.DataFrame, rel: str, report: Report) -> None:
-    """Ratio CIs must be positive, ordered and contain their ratio; an A/A control whose CI excludes 1.0 means the
-    graph's batches claimed a difference between identical programs (noise floor breached)."""
+    """Ratio CIs must be positive, ordered and contain their ratio; an A/A control whose CI
+    excludes 1.0 means the graph's batches claimed a difference between identical programs
+    (noise floor breached)."""
     need = {"relative_to_default", "relative_ci_low", "relative_ci_high"}
     if not need <= set(rows.columns):
         return
