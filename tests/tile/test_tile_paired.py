@@ -23,6 +23,7 @@ from tpugraphs_tools.measure import SharedWorkers
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.measure.pipeline_state import PipelineOptions
+from tpugraphs_tools.publish import compute_stats
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
@@ -97,6 +98,10 @@ def test_paired_tile_rows_carry_cis_and_controls_stay_out_of_the_npz(paired_ds):
     assert s.worker_restarts == 0
     report = validate_path(root)
     assert report.ok(), [f.to_json() for f in report.findings]  # a control miss: a warning
+    # tgt report's figures: the noise floor and the pairs told apart, per kernel
+    stats = compute_stats(dataset.graphs(), dataset.configs())
+    assert stats.controls == s.labels.controls and stats.noise_floor is not None
+    assert (stats.pairs, stats.pairs_separated) == (s.labels.pairs, s.labels.pairs_separated)
 
 
 def test_a_corrupted_tile_ci_fails_validate_naming_column_and_row(paired_ds, tmp_path):
