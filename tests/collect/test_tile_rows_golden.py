@@ -104,25 +104,45 @@ class _Measurer:
         return DefaultInfo(compile_seconds=0.05, realized={"copies": 0, "fingerprint": "fp0"},
                            key="k0", timing=Timing.of([900 + 11 * i for i in range(5)]))
 
-    def run(self, jobs: Any, known: dict[str, int], on_result: Any, stop: Any = None) -> None:
+    def run(self, jobs: Any, known: dict[str, int], on_result: Any, stop: Any = None,
+            context: Any = None) -> None:
         for job in jobs:
             on_result(self.results.get(job.index) or ConfigResult(
                 job.index, DUPLICATE, duplicate_of=1, key="k1"))
 
 
+class _Workers:
+    """Stands in for the shared worker processes: every kernel gets the fixed results."""
+
+    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
+        pass
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def session(self, *_args: Any) -> _Measurer:
+        return _Measurer()
+
+
 def fingerprint() -> dict[str, Any]:
+    """The rows of the fixed engine (``--engine fixed``), as recorded before the paired engine
+    timed tile kernels (tests/tile/test_tile_paired.py checks what paired rows hold)."""
     module = parse_hlo_text(HLO, source="golden")
     source = HloSource(module, HLO, None, "hlo-text", "optimized", "golden.hlo")
-    original = collect_tile.PipelinedMeasurer
-    collect_tile.PipelinedMeasurer = _Measurer  # type: ignore[assignment,misc]
+    original = collect_tile.SharedWorkers
+    collect_tile.SharedWorkers = _Workers  # type: ignore[assignment,misc]
     try:
         result = collect_tile.collect_tile(
             source, program="golden", program_args={"file": "golden.hlo"},
             parent_graph_id="golden.parent",
-            opts=collect_tile.TileOptions(MeasureOptions(configs=8, backend="cpu"),
+            opts=collect_tile.TileOptions(MeasureOptions(configs=8, backend="cpu",
+                                                         timing="fixed"),
                                           space=_Space()))  # type: ignore[arg-type]
     finally:
-        collect_tile.PipelinedMeasurer = original  # type: ignore[misc]
+        collect_tile.SharedWorkers = original  # type: ignore[misc]
     out: dict[str, Any] = {"graphs": [], "summary": json.loads(json.dumps(
         result.summary.to_json(), sort_keys=True))}
     for graph, rows in result.graphs:

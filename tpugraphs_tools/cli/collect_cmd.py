@@ -155,15 +155,27 @@ def _print_tile_summary(label: str, s: dict) -> None:
     table.add_row("kernels stored / skipped", f"{s['kernels']} / {s['kernels_skipped']}")
     table.add_row("configs tried", f"{s['configs']} "
                   + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())))
-    table.add_row("configs differing from default by > 3× CV", str(s["effects_over_3cv"]))
+    paired = s.get("apart_from_default") is not None
+    if paired:
+        table.add_row("configs whose 95% CI excludes the default",
+                      str(s["apart_from_default"]))
+    else:
+        table.add_row("configs differing from default by > 3× CV", str(s["effects_over_3cv"]))
     top = s.get("largest_effect")
     if top:
+        how = "CI apart from 1" if paired else f"{top['effect_cv']:.1f} CV"
         table.add_row("largest effect", f"{top['relative_to_default']:.3f}× default "
-                      f"({top['effect_cv']:.1f} CV) on {top['parent_instruction']} with "
-                      f"{top['config']}")
+                      f"({how}) on {top['parent_instruction']} with {top['config']}")
     if s.get("best_speedup"):
         table.add_row("fastest / slowest config ÷ default",
                       f"{1 / s['best_speedup']:.3f}× / {s['worst_slowdown']:.3f}×")
+    if paired:
+        table.add_row("median CI ±", _pct(s.get("ci_half_width_median")))
+        table.add_row("pairs apart (95% CIs disjoint, within a kernel)", _apart(s))
+        table.add_row("A/A control", _control(s))
+        if s.get("noise_floor") is not None:
+            table.add_row("noise floor (A/A CI half-width, median)",
+                          f"±{100 * s['noise_floor']:.2f}%")
     terminal.print(table)
 
 

@@ -22,7 +22,7 @@ from scipy import stats
 
 from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.summary import LabelQuality
-from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM
+from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM, StopReason
 
 EXTRA_STATUSES = (CONTROL, REPEAT)  # rows after the configs, never in the npz
 WINDOW_CONFIDENCE = 0.8
@@ -158,3 +158,14 @@ def label_quality(rows: Sequence[ConfigRow]) -> LabelQuality:
                                         [high for _, _, high in labelled]),
         process_sd=statistics.median(sds) if sds else None,
     )
+
+
+def reference_row(row: ConfigRow, windows: list[int], reference: float) -> ConfigRow:
+    """The default's own label: ratio 1 exactly, runtime = median of the in-window defaults."""
+    mean = statistics.fmean(windows) if windows else 0.0
+    cv = statistics.pstdev(windows) / mean if len(windows) > 1 and mean else 0.0
+    return {**row, "relative_to_default": 1.0, "relative_ci_low": 1.0, "relative_ci_high": 1.0,
+            "stop_reason": StopReason.REFERENCE, "default_runtime_ns": round(reference) or None,
+            "runtime_median_ns": round(reference) or None,
+            "runtime_min_ns": min(windows) if windows else None, "runtime_cv": cv,
+            "repeats": len(windows), "rounds": None}

@@ -26,6 +26,7 @@ from tpugraphs_tools.collect.labels import (
     EXTRA_STATUSES,
     ci_quantile,
     label_quality,
+    reference_row,
     widen_by_windows,
 )
 from tpugraphs_tools.collect.rows import ConfigRow, config_row
@@ -248,7 +249,7 @@ def _arrays(rows: list[ConfigRow], configs: list[LayoutConfig], space: LayoutSpa
     labelled: dict[int, ConfigRow] = {}
     for npz_row, row in enumerate(ok):
         if paired and row["is_default"]:
-            row = _reference_row(row, windows, reference)
+            row = reference_row(row, windows, reference)
         elif not paired:  # fixed engine: shared minimum of the batch's default
             row = {**row, "relative_to_default": _ratio(row["runtime_min_ns"],
                                                          row["default_runtime_ns"])}
@@ -274,17 +275,6 @@ def _label(row: ConfigRow) -> float:
     if ratio is None:
         raise ValueError(f"ok config {row['config_index']} has no relative_to_default")
     return ratio
-
-
-def _reference_row(row: ConfigRow, windows: list[int], reference: float) -> ConfigRow:
-    """The default's own label: ratio 1 exactly, runtime = median of the in-window defaults."""
-    mean = statistics.fmean(windows) if windows else 0.0
-    cv = statistics.pstdev(windows) / mean if len(windows) > 1 and mean else 0.0
-    return {**row, "relative_to_default": 1.0, "relative_ci_low": 1.0, "relative_ci_high": 1.0,
-            "stop_reason": REFERENCE, "default_runtime_ns": round(reference) or None,
-            "runtime_median_ns": round(reference) or None,
-            "runtime_min_ns": min(windows) if windows else None, "runtime_cv": cv,
-            "repeats": len(windows), "rounds": None}
 
 
 def _summary(rows: list[ConfigRow], restarts: int) -> LayoutSummary:

@@ -79,9 +79,19 @@ class TileSummary:
     best_speedup: float | None
     worst_slowdown: float | None
     instances: dict[str, list[str]] = field(default_factory=dict)  # graph id -> instructions
+    # Paired engine only (None with --engine fixed): configs whose 95% CI excludes the
+    # default's 1.0, and how sure the labels are (pairs counted within each kernel).
+    apart_from_default: int | None = None
+    labels: LabelQuality | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Flat mapping: the fields, with ``labels`` spread in (the paired-only keys are left
+        out when unset, so a fixed-engine summary reads as before)."""
+        out = {k: v for k, v in asdict(self).items()
+               if k not in ("labels", "apart_from_default")}
+        if self.apart_from_default is not None:
+            out["apart_from_default"] = self.apart_from_default
+        return {**out, **(asdict(self.labels) if self.labels is not None else {})}
 
 
 @dataclass

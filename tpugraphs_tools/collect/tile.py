@@ -2,11 +2,12 @@
 
 Every kernel (fusion or heavy op) of the optimized entry becomes its own graph
 (``collect/kernels.py``), linked to its parent by ``parent_graph_id``/``parent_instruction``.
-Each kernel is measured by the pipelined engine (``measure/pipeline.py``): the default config
-first, then the space's candidates, each timed in rounds with the default in the same
-process. ``config_runtime`` is the config's minimum and ``config_runtime_normalizers`` the
-default's minimum *in the same window*, so their ratio is the drift-free relative runtime
-TpuGraphs' tile target asks for (docs/tile-collection.md).
+Each kernel is measured by the pipelined engine (``measure/pipeline.py``) with the engine
+``--engine`` names: the default config first, then the space's candidates, each timed with
+the default in the same window. How labels, ``config_runtime`` and
+``config_runtime_normalizers`` follow from the timings is in ``collect/tile_labels.py`` and
+docs/tile-collection.md. The kernels of one program share their worker processes
+(``measure/reuse.py``): each kernel hands them its own default.
 
 No-ops: the engine dedupes on (optimized HLO fingerprint, hash of the generated machine code),
 so a config whose options change neither is ``noop`` and never timed, whatever its options say.
@@ -15,6 +16,7 @@ so a config whose options change neither is ``noop`` and never timed, whatever i
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -26,8 +28,13 @@ from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_ro
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text, extract_kernels
 from tpugraphs_tools.collect.rows import ConfigRow, GraphRow
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
+from tpugraphs_tools.collect.tile_labels import (
+    is_paired,
+    kernel_arrays,
+    pooled_quality,
+    tile_row,
+)
 from tpugraphs_tools.configs import (
-    NUM_TILE_FEATURES,
     KernelConfig,
     KernelConfigSpace,
     default_space,
@@ -37,12 +44,14 @@ from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
 from tpugraphs_tools.measure import (
     COMPILE_ERROR,
+    CONTROL,
     NOOP,
     OK,
+    REPEAT,
     ConfigResult,
     Job,
     MeasureOptions,
-    PipelinedMeasurer,
+    SharedWorkers,
     Status,
     Timing,
     WorkerError,
@@ -51,7 +60,6 @@ from tpugraphs_tools.measure import (
 )
 from tpugraphs_tools.store import make_graph_id
 
-STRATEGY = "kernel-sweep"
 Progress = Callable[[str], None]
 
 
@@ -64,6 +72,9 @@ class TileOptions:
     max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
     min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
     space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
+    # Kernels share their worker processes (measure/reuse.py); False: fresh ones per kernel,
+    # as before (for measuring what sharing saves).
+    share_workers: bool = True
 
     @property
     def configs_per_kernel(self) -> int:
@@ -82,6 +93,7 @@ class _KernelRun:
     rows: list[ConfigRow] = field(default_factory=list)
     feats: list[np.ndarray] = field(default_factory=list)
     restarts: int = 0
+    extras: list[ConfigRow] = field(default_factory=list)  # control/repeat rows, paired
 
 
 def tile_graph_id(program: str, kernel_fingerprint: str) -> str:
@@ -96,37 +108,6 @@ def _measure_text(kernel: Kernel, space: KernelConfigSpace) -> str:
                               f"{kernel.opcode}")
         return compilable_text(parse_hlo_text(kernel.wrapped_text, source=kernel.name))
     return kernel.measure_text
-
-
-def _row(index: int, config: KernelConfig, opts: TileOptions, result: ConfigResult,
-         facts: dict[str, Any]) -> ConfigRow:
-    """The configs.parquet row of one kernel config's result (its label and npz row are
-    set once the kernel's ok configs are known: ``_arrays``)."""
-    timing, default = result.timing, result.default_timing
-    realized = {**(result.realized or {}), **facts}
-    return {
-        "config_index": index, "strategy": STRATEGY, "seed": opts.measure.seed,
-        "is_default": config.is_default, "status": Status(result.status),
-        "config": config.to_json(),
-        "realized": json.dumps(realized, sort_keys=True, default=str) if realized else None,
-        "honoured": None,
-        "num_copies": realized.get("copies"),
-        "optimized_fingerprint": realized.get("fingerprint"),
-        "duplicate_of": result.duplicate_of,
-        "npz_row": None,
-        "runtime_min_ns": timing.min_ns if timing else None,
-        "runtime_median_ns": timing.median_ns if timing else None,
-        "runtime_cv": timing.cv if timing else None,
-        "repeats": timing.repeats if timing else None,
-        "default_runtime_ns": default.min_ns if default else None,
-        "relative_to_default": None, "relative_ci_low": None, "relative_ci_high": None,
-        "rounds": None, "stop_reason": None, "window_sd": None, "process_sd": None,
-        "runs_per_sample": None,
-        "max_abs_error": result.max_abs_error,
-        "compile_seconds": result.compile_seconds,
-        "measure_seconds": None,
-        "error_message": result.error,
-    }
 
 
 def _effect(cand: Timing, ref: Timing) -> dict[str, float]:
@@ -149,11 +130,13 @@ def _realize(space: KernelConfigSpace, config: KernelConfig, text: str | None
 
 def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                    configs: list[KernelConfig], progress: Progress = lambda _m: None,
-                   on_row: Callable[[ConfigRow], None] = lambda _r: None) -> _KernelRun:
+                   on_row: Callable[[ConfigRow], None] = lambda _r: None,
+                   workers: SharedWorkers | None = None) -> _KernelRun:
     """Default + candidates of one kernel until ``configs_per_kernel`` are measured ok.
 
     Single-setting configs go first; combinations follow in a second pass that skips any
-    combination containing a setting that was a no-op on its own.
+    combination containing a setting that was a no-op on its own. ``workers``: processes
+    shared with the program's other kernels (None: this kernel's own, closed at the end).
     """
     text = _measure_text(kernel, space)
     measure = opts.measure
@@ -164,86 +147,87 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         compile_options=space.compile_options(configs[0]),
         isolation=device_env.isolation_for(platform, measure.isolation),
         fresh_compiler_per_job=space.fresh_compiler_per_config)
+    if workers is None:
+        with SharedWorkers(reuse=False) as own:
+            return measure_kernel(kernel, space, opts, configs, progress, on_row, own)
     run = _KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
     noop_settings: set[Any] = set()
     rows: dict[int, ConfigRow] = {}
     feats: dict[int, np.ndarray] = {}
+    extras: list[ConfigResult] = []
 
     def record(result: ConfigResult) -> None:
-        assert result.index is not None  # the tile engine times no A/A control
+        if result.repeat_of is not None and result.status != REPEAT:
+            return  # a failed re-timing of a config measured fine before: nothing to keep
+        if result.status in (CONTROL, REPEAT):
+            extras.append(result)  # rows after the configs, once their indices are known
+            return
+        assert result.index is not None  # only control rows have no config index
         index = result.index
         config = by_index[index]
         realized, facts = _realize(space, config, result.optimized_text)
         if result.status == NOOP and len(config.settings) == 1:
             noop_settings.add(config.settings[0])
         if result.status == OK:
-            if index and result.timing and result.default_timing:
+            if index and result.timing and result.default_timing and result.stop_reason is None:
                 facts.update(_effect(result.timing, result.default_timing))
             feats[index] = space.encode(realized)
-        rows[index] = _row(index, config, opts, result, facts)
+        rows[index] = tile_row(index, config, measure, result, facts)
         on_row(rows[index])
         progress(f"{kernel.name}: config {index} {result.status}")
 
     def enough() -> bool:
         return sum(1 for r in rows.values() if r["status"] == OK) >= opts.configs_per_kernel
 
-    with PipelinedMeasurer(spec, pipeline) as measurer:
-        info = measurer.start()
-        known = {info.key: 0}
-        by_index[0] = configs[0]
-        record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
-                            realized=info.realized, compile_seconds=info.compile_seconds,
-                            max_abs_error=0.0, optimized_text=info.optimized_text))
-        singles = [c for c in configs[1:] if len(c.settings) == 1]
-        combos = [c for c in configs[1:] if len(c.settings) > 1]
-        for phase in (singles, combos):
-            jobs = []
-            for config in phase:
-                if len(by_index) - 1 >= max_attempts:
-                    break
-                if len(config.settings) > 1 and noop_settings & set(config.settings):
-                    continue  # a combination with a setting that alone changed nothing
-                index = len(by_index)
-                by_index[index] = config
-                try:
-                    jobs.append(Job(index, space.apply(text, config),
-                                    options=space.compile_options(config)))
-                except ConfigError as exc:
-                    record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
-            if not enough():
-                measurer.run(jobs, known, record, stop=enough)
-            else:
-                for job in jobs:  # never compiled: not part of the data
-                    by_index.pop(job.index)
-        run.restarts = measurer.restarts
+    def finished() -> list[tuple[float, float]]:
+        return [(low, high) for r in rows.values()
+                if r["status"] == OK and not r["is_default"]
+                and (low := r["relative_ci_low"]) is not None
+                and (high := r["relative_ci_high"]) is not None]
+
+    measurer = workers.session(spec, pipeline)
+    restarts = measurer.restarts
+    info = measurer.start()
+    known = {info.key: 0}
+    by_index[0] = configs[0]
+    record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
+                        realized=info.realized, compile_seconds=info.compile_seconds,
+                        max_abs_error=0.0, optimized_text=info.optimized_text))
+    singles = [c for c in configs[1:] if len(c.settings) == 1]
+    combos = [c for c in configs[1:] if len(c.settings) > 1]
+    for phase in (singles, combos):
+        jobs = []
+        for config in phase:
+            if len(by_index) - 1 >= max_attempts:
+                break
+            if len(config.settings) > 1 and noop_settings & set(config.settings):
+                continue  # a combination with a setting that alone changed nothing
+            index = len(by_index)
+            by_index[index] = config
+            try:
+                jobs.append(Job(index, space.apply(text, config),
+                                options=space.compile_options(config)))
+            except ConfigError as exc:
+                record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
+        if not enough():
+            measurer.run(jobs, known, record, stop=enough, context=finished)
+        else:
+            for job in jobs:  # never compiled: not part of the data
+                by_index.pop(job.index)
+    run.restarts = measurer.restarts - restarts
     for index in sorted(rows):
         run.rows.append(rows[index])
         if index in feats:
             run.feats.append(feats[index])
+    first = max(rows) + 1
+    for i, result in enumerate(extras):  # control/repeat rows follow the configs
+        row = tile_row(first + i, by_index[result.repeat_of or 0], measure, result, {},
+                       extra=True)
+        run.extras.append(row)
+        on_row(row)
     return run
-
-
-def _arrays(run: _KernelRun) -> tuple[list[ConfigRow], dict[str, np.ndarray]]:
-    """The rows with their npz rows and labels, and the TpuGraphs tile config arrays over the
-    ok configs (distinct measured labels only)."""
-    runtimes: list[int] = []
-    normalizers: list[int] = []
-    rows = []
-    for row in run.rows:
-        runtime, default = row["runtime_min_ns"], row["default_runtime_ns"]
-        if row["status"] == OK:
-            if runtime is None or not default:
-                raise ValueError(f"ok kernel config {row['config_index']} was not timed")
-            row = {**row, "npz_row": len(runtimes), "relative_to_default": runtime / default}
-            runtimes.append(runtime)
-            normalizers.append(default)
-        rows.append(row)
-    feats = np.stack(run.feats) if run.feats else np.zeros((0, NUM_TILE_FEATURES), np.float32)
-    return rows, {"config_feat": feats.astype(np.float32),
-                  "config_runtime": np.array(runtimes, dtype=np.int64),
-                  "config_runtime_normalizers": np.array(normalizers, dtype=np.int64)}
 
 
 def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict[str, Any],
@@ -263,18 +247,21 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
     restarts = 0
     tried: Counter[Status] = Counter()
     instances: dict[str, list[str]] = {}
-    for i, kernel in enumerate(extraction.kernels, start=1):
-        progress(f"kernel {i}/{len(extraction.kernels)}: {kernel.name}")
-        on_kernel(i, len(extraction.kernels), kernel.name)
-        configs = space.configs(kernel.module)
-        if len(configs) < 2:
-            skipped[kernel.name] = f"no {space.name} configs for this kernel"
-            continue
-        try:
-            run = measure_kernel(kernel, space, opts, configs, progress, on_row)
-        except (WorkerError, ConfigError) as exc:
-            skipped[kernel.name] = f"default config failed: {exc}"
-            continue
+    runs: list[tuple[Kernel, _KernelRun]] = []
+    with SharedWorkers(reuse=opts.share_workers) as workers:
+        for i, kernel in enumerate(extraction.kernels, start=1):
+            progress(f"kernel {i}/{len(extraction.kernels)}: {kernel.name}")
+            on_kernel(i, len(extraction.kernels), kernel.name)
+            configs = space.configs(kernel.module)
+            if len(configs) < 2:
+                skipped[kernel.name] = f"no {space.name} configs for this kernel"
+                continue
+            try:
+                runs.append((kernel, measure_kernel(kernel, space, opts, configs, progress,
+                                                    on_row, workers)))
+            except (WorkerError, ConfigError) as exc:
+                skipped[kernel.name] = f"default config failed: {exc}"
+    for kernel, run in runs:
         restarts += run.restarts
         tried.update(r["status"] for r in run.rows)
         distinct = sum(1 for r in run.rows if r["status"] == OK)
@@ -287,7 +274,7 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
         src = HloSource(kernel.module, kernel.text, None,
                         compiled_source.kind, "optimized", origin)
         graph = featurize(kernel.module)
-        rows, arrays = _arrays(run)
+        rows, arrays = kernel_arrays([*run.rows, *run.extras], run.feats)
         row: GraphRow = {
             **graph_row(src, graph, program=program, program_args=program_args,
                         collection="tile", backend=platform, device_kind=device_kind,
@@ -307,27 +294,38 @@ def summarize(graphs: list[tuple[CollectedGraph, list[ConfigRow]]],
               skipped: dict[str, str], space: str, restarts: int = 0,
               tried: Counter[Status] | None = None) -> TileSummary:
     """Counts, statuses (of every config tried, stored kernels or not) and the largest effect
-    vs default in units of CV over the stored kernels."""
-    rows = [(g, r) for g, rs in graphs for r in rs]
+    vs default over the stored kernels (fixed engine: in units of CV; paired: the largest
+    ratio whose CI excludes 1.0), and how sure the labels are (paired)."""
+    rows = [(g, r) for g, rs in graphs for r in rs if r["status"] not in (CONTROL, REPEAT)]
+    paired = is_paired([r for _, r in rows])
     effects = []
+    apart: list[TileEffect] = []  # paired: configs whose 95% CI excludes the default's 1.0
     for g, r in rows:
         ratio = r["relative_to_default"]
         if r["status"] != OK or r["is_default"] or ratio is None:
             continue
         real = json.loads(r["realized"] or "{}")
-        effects.append(TileEffect(
+        effect = TileEffect(
             graph_id=g.graph_id, parent_instruction=g.row["parent_instruction"],
             config=json.loads(r["config"]), relative_to_default=ratio,
             effect_cv=real.get("effect_cv"), runtime_cv=r["runtime_cv"],
-            default_cv=real.get("default_cv")))
+            default_cv=real.get("default_cv"))
+        effects.append(effect)
+        low, high = r["relative_ci_low"], r["relative_ci_high"]
+        if low is not None and high is not None and not low <= 1.0 <= high:
+            apart.append(effect)
     effects.sort(key=lambda e: -(e.effect_cv or 0))
+    apart.sort(key=lambda e: -abs(math.log(e.relative_to_default)))
     relative = [e.relative_to_default for e in effects]
     status = tried if tried is not None else Counter(r["status"] for _, r in rows)
+    largest = (apart[0] if apart else None) if paired else (effects[0] if effects else None)
     return TileSummary(
         config_space=space, kernels=len(graphs), kernels_skipped=len(skipped),
         skipped=skipped, configs=sum(status.values()), configs_stored=len(rows),
         status=dict(status), worker_restarts=restarts,
         effects_over_3cv=sum(1 for e in effects if (e.effect_cv or 0) > 3),
-        largest_effect=effects[0] if effects else None,
+        largest_effect=largest,
         best_speedup=1 / min(relative) if relative else None,
-        worst_slowdown=max(relative) if relative else None)
+        worst_slowdown=max(relative) if relative else None,
+        apart_from_default=len(apart) if paired else None,
+        labels=pooled_quality([rs for _, rs in graphs]))

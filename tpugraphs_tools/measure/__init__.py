@@ -35,6 +35,7 @@ from tpugraphs_tools.measure.results import (
     Status,
     StopReason,
 )
+from tpugraphs_tools.measure.reuse import SharedWorkers
 from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "PipelineOptions",
     "PipelinedMeasurer",
     "SessionSpec",
+    "SharedWorkers",
     "Status",
     "StopReason",
     "Timing",

@@ -45,7 +45,7 @@ class SessionSpec:
     fresh_compiler_per_job: bool = False
     # "paired": samples of k runs next to default samples, ratio CIs, adaptive rounds and an
     # A/A control per batch (measure/paired.py); "fixed": ``repeats`` rotating rounds of single
-    # runs against a solo-timed default (the tile collection, and the old layout engine).
+    # runs against a solo-timed default (the old engine of layout and tile, ``--engine fixed``).
     engine: str = "fixed"
     min_sample_ms: float = 1.0
     prime_runs: int = 0   # paired: untimed runs of a program just before each sample of k > 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
@@ -74,7 +74,7 @@ class MeasureOptions:
         2, "Untimed runs of each program before timing (paired: passes over every loaded "
         "copy, at least one).", group=EXPERT, minimum=0)
     repeats: int = _option(
-        10, "Tile collection and --engine fixed: timed rounds per config.", group=EXPERT,
+        10, "--engine fixed: timed rounds per config.", group=EXPERT,
         minimum=1, flag="--fixed-rounds", deprecated_flags=("--repeats",))
     timeout: float = _option(
         120.0, "Seconds per config (compile, or run) before the worker is killed.")
@@ -89,9 +89,10 @@ class MeasureOptions:
         "compilation on the others; pause = measurement on all CPUs, compile workers stopped "
         "during timed rounds; auto = pin with >= 4 CPUs, else pause.", choices=ISOLATIONS)
     timing: str = _option(
-        "paired", "Layout labels. paired: rounds time the default and each config once, ratio "
-        "CIs, rounds added until sure, an A/A control per batch; fixed: the old engine "
-        "(--fixed-rounds rounds, shared default minimum), for comparisons.", choices=ENGINES,
+        "paired", "Labels (layout and tile). paired: rounds time the default and each config "
+        "once, ratio CIs, rounds added until sure, an A/A control per batch; fixed: the old "
+        "engine (--fixed-rounds rounds, shared default minimum), for comparisons.",
+        choices=ENGINES,
         flag="--engine", deprecated_flags=("--timing",))
     min_sample_ms: float = _option(
         1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
@@ -242,11 +243,10 @@ def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options
 def kernel_session(opts: MeasureOptions, text: str, rtol: float,
                    compile_options: dict[str, Any], isolation: str,
                    fresh_compiler_per_job: bool) -> tuple[SessionSpec, PipelineOptions]:
-    """Worker specs of one tile kernel: the fixed engine, deduplicated on generated code (an
-    option that changes neither the HLO nor the code is a no-op), the optimized HLO returned
-    with each result."""
-    spec = SessionSpec(base_text=text, options=compile_options, backend=opts.backend,
-                       seed=opts.seed, warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
-                       dedupe_on_code=True, return_optimized=True,
-                       fresh_compiler_per_job=fresh_compiler_per_job)
-    return spec, pipeline_options(opts, isolation)
+    """Worker specs of one tile kernel: ``opts.timing``'s engine as for layout, deduplicated on
+    generated code (an option that changes neither the HLO nor the code is a no-op), the
+    optimized HLO returned with each result."""
+    layout, pipeline = layout_session(opts, text, rtol, compile_options, isolation)
+    spec = replace(layout, dedupe_on_code=True, return_optimized=True,
+                   fresh_compiler_per_job=fresh_compiler_per_job)
+    return spec, pipeline

@@ -105,11 +105,16 @@ def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     faults = _test_faults()
     while True:
         try:
-            job: Job | None = conn.recv()
+            job: Job | SessionSpec | None = conn.recv()
         except (EOFError, OSError):
             return
         if job is None:
             return
+        if isinstance(job, SessionSpec):  # the next graph of a collection (measure/reuse.py)
+            spec = job
+            signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
+            device = jax.devices(spec.backend)[0]
+            continue
         options = spec.options if job.options is None else job.options
         try:
             start = time.perf_counter()
@@ -233,11 +238,22 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
         return
     while True:
         try:
-            message: Batch | None = conn.recv()
+            message: Batch | SessionSpec | None = conn.recv()
         except (EOFError, OSError):
             return
         if message is None:
             return
+        if isinstance(message, SessionSpec):
+            # The next graph of a collection (measure/reuse.py): a new default and engine in
+            # this warm process, no new jax start-up. The old engine's programs are dropped.
+            del engine, check
+            try:
+                engine, check, ready = _start_default(message)
+                conn.send(("ready", ready))
+            except Exception as exc:
+                conn.send(("init_error", _message(exc)))
+                return
+            continue
         results = _measure_batch(message, engine, check, crash_runs)
         try:
             conn.send(("results", results))

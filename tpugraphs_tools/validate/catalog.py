@@ -111,7 +111,8 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.honoured_invalid", ERROR, "configs honoured is not JSON node -> slot -> "
                                         "true/false/null over exactly the config's slots"),
     ("dataset.relative_ci_invalid", ERROR, "relative_to_default outside its own "
-                                           "[relative_ci_low, relative_ci_high]"),
+                                           "[relative_ci_low, relative_ci_high], CI bounds "
+                                           "out of order, or a ratio/bound <= 0"),
     ("dataset.control_outside_ci", WARNING, "a graph's A/A control (status control) has a CI "
                                             "that excludes 1.0: its batches are noisier than "
                                             "their CIs claim"),

@@ -123,21 +123,32 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
 
 
 def _check_labels(rows: pl.DataFrame, rel: str, report: Report) -> None:
-    """Ratio CIs must contain their ratio; an A/A control whose CI excludes 1.0 means the
-    graph's batches claimed a difference between identical programs (noise floor breached)."""
+    """Ratio CIs must be positive, ordered and contain their ratio; an A/A control whose CI
+    excludes 1.0 means the graph's batches claimed a difference between identical programs
+    (noise floor breached)."""
     need = {"relative_to_default", "relative_ci_low", "relative_ci_high"}
     if not need <= set(rows.columns):
         return
     rel_, low, high = (pl.col(c) for c in ("relative_to_default", "relative_ci_low",
                                             "relative_ci_high"))
-    bad = rows.filter((low.is_not_null() & high.is_not_null() & rel_.is_not_null()
-                       & ~((low <= rel_) & (rel_ <= high))).fill_null(False))
-    if bad.height:
-        row = bad.row(0, named=True)
-        report.emit("dataset.relative_ci_invalid", f"relative_to_default "
-                    f"{row['relative_to_default']} outside its CI [{row['relative_ci_low']}, "
-                    f"{row['relative_ci_high']}]{_more(bad.height)}", rel,
-                    key="relative_to_default", index=row["__row"])
+    # A label is a positive ratio; its CI bounds are ordered (layout and tile rows alike).
+    for cond, what, key in (
+            (low.is_not_null() & high.is_not_null() & (low > high),
+             "relative_ci_low {relative_ci_low} above relative_ci_high {relative_ci_high}",
+             "relative_ci_low"),
+            ((low <= 0) | (rel_ <= 0),
+             "ratio label not positive: relative_to_default {relative_to_default}, CI "
+             "[{relative_ci_low}, {relative_ci_high}]", "relative_ci_low"),
+            (low.is_not_null() & high.is_not_null() & rel_.is_not_null()
+             & ~((low <= rel_) & (rel_ <= high)),
+             "relative_to_default {relative_to_default} outside its CI [{relative_ci_low}, "
+             "{relative_ci_high}]", "relative_to_default")):
+        bad = rows.filter(cond.fill_null(False))
+        if bad.height:
+            row = bad.row(0, named=True)
+            report.emit("dataset.relative_ci_invalid", what.format(**row) + _more(bad.height),
+                        rel, key=key, index=row["__row"])
+            break
     outside = rows.filter(((pl.col("status") == "control") & ((low > 1.0) | (high < 1.0)))
                           .fill_null(False))
     for (gid,), part in outside.group_by("graph_id", maintain_order=True):

@@ -1,7 +1,7 @@
 """The fixed engine: ``repeats`` rotating rounds of single runs against a solo-timed default.
 
-The tile collection times with it, and ``tgt collect --engine fixed`` keeps the layout
-collection's first engine for comparisons. One loaded copy per program, one argument set.
+``tgt collect --engine fixed`` keeps it, the first engine of the layout and tile collections,
+for comparisons. One loaded copy per program, one argument set.
 """
 
 from __future__ import annotations
