@@ -12,7 +12,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tpugraphs_tools.baseline import graph_metrics, load_model, predict_dataset
+from tpugraphs_tools.baseline import (
+    BaselineOptions,
+    PreparedGraph,
+    TrainConfig,
+    Trainer,
+    graph_metrics,
+    load_model,
+    predict_dataset,
+    run_baseline,
+    save_report,
+)
 from tpugraphs_tools.baseline.holdout import split_configs
 from tpugraphs_tools.baseline.synthetic import write_synthetic_dataset
 from tpugraphs_tools.cli import main
@@ -20,20 +30,40 @@ from tpugraphs_tools.errors import ModelFileError
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
-SMALL = ["--epochs", "2", "--hidden", "8", "--layers", "1", "--configs-per-graph", "4",
-         "--batch-graphs", "2"]
 COMPARED = ("opa", "kendall_tau", "slowdown@1", "slowdown@5")
 
 
+EvaluationScores = list[dict[str, np.ndarray]]   # per evaluation (run order): graph → scores
+
+
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """A tiny dataset with its report and the two saved models (by program, within graph)."""
+def run(tmp_path_factory) -> tuple[Path, EvaluationScores]:
+    """A tiny dataset with its report and the two saved models (by program, within graph),
+    and the scores each evaluation's model gave the graphs it scored."""
     root = tmp_path_factory.mktemp("predict") / "ds"
     write_synthetic_dataset(root, programs=4, graphs_per_program=2, nodes=(30, 40), configs=6,
                             label_ci=0.01)
-    result = CliRunner().invoke(main, ["baseline", str(root), *SMALL])
-    assert result.exit_code == 0, result.output
-    return root
+    scored: dict[Trainer, dict[str, np.ndarray]] = {}
+    original = Trainer.predict
+
+    def recording(self: Trainer, g: PreparedGraph) -> np.ndarray:
+        out = original(self, g)
+        scored.setdefault(self, {})[g.info.graph_id] = out
+        return out
+
+    opts = BaselineOptions(hidden=8, layers=1, train=TrainConfig(
+        epochs=3, lr=0.03, configs_per_graph=4, batch_graphs=2))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Trainer, "predict", recording)
+        report = run_baseline(root, opts)
+    save_report(report, root)
+    assert len(scored) == 2
+    return root, list(scored.values())
+
+
+@pytest.fixture(scope="module")
+def trained(run: tuple[Path, EvaluationScores]) -> Path:
+    return run[0]
 
 
 def _report(root: Path) -> dict:
@@ -72,7 +102,9 @@ def test_models_are_saved_beside_the_report_and_listed(trained: Path) -> None:
     assert not validate_path(trained).errors
 
 
-def test_predict_reproduces_the_by_program_evaluation(trained: Path) -> None:
+def test_predict_reproduces_the_by_program_evaluation(run: tuple[Path, EvaluationScores]
+                                                      ) -> None:
+    trained, (scores, _) = run
     model = trained / "baseline" / "model-layout-by-program.msgpack"
     result = CliRunner().invoke(main, ["baseline", "--predict", str(trained),
                                        "--model", str(model)])
@@ -90,10 +122,16 @@ def test_predict_reproduces_the_by_program_evaluation(trained: Path) -> None:
         configs = ranked[row["graph_id"]]
         assert sorted(configs) == list(range(6))
         assert sorted(r for _, r in configs.values()) == list(range(1, 7))
+        ours = np.array([configs[i][0] for i in range(6)])
+        assert ours == pytest.approx(scores[row["graph_id"]], rel=1e-5, abs=1e-6)
+        assert [configs[i][1] for i in range(6)] == list(
+            np.argsort(np.argsort(scores[row["graph_id"]], kind="stable")) + 1)
     assert not validate_path(trained).errors      # the predictions went in via a transaction
 
 
-def test_predict_reproduces_held_out_configs_of_the_within_graph_model(trained: Path) -> None:
+def test_predict_reproduces_held_out_configs_of_the_within_graph_model(
+        run: tuple[Path, EvaluationScores]) -> None:
+    trained, (_, scores) = run
     prediction = predict_dataset(trained, trained / "baseline" / "model-layout-within-graph.json")
     report = _report(trained)["collections"]["layout"]["evaluations"]["within-graph"]
     by_id = {g.graph_id: g for g in prediction.graphs}
@@ -104,6 +142,7 @@ def test_predict_reproduces_held_out_configs_of_the_within_graph_model(trained: 
         held = parts[1]
         assert np.array_equal(g.config_index, np.arange(g.score.size))
         assert g.runtime is not None
+        assert g.score[held] == pytest.approx(scores[g.graph_id], rel=1e-5, abs=1e-6)
         _assert_same_metrics(graph_metrics(g.runtime[held], g.score[held]), row)
 
 
