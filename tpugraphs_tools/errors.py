@@ -158,8 +158,7 @@ class BaselineError(TgtError):
 
 
 class ModelFileError(BaselineError):
-    """Raised for a saved baseline model that is unreadable or does not fit the data; names
-    the file and, where one is to blame, the sidecar key or parameter path."""
+    """Raised for a saved baseline model that cannot be read or used; names file and key."""
 
     def __init__(self, message: str, *, path: str, key: str | None = None) -> None:
         where = f"{path}: {key}" if key is not None else path

@@ -8,6 +8,7 @@ runtimes (an unlabelled test split) get predictions only.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import json
@@ -34,7 +35,7 @@ from tpugraphs_tools.baseline.trivial import label_ci
 from tpugraphs_tools.errors import BaselineError, DatasetError
 
 Progress = Callable[[str], None]
-CSV_HEADER = "graph_id,config_index,predicted_score,predicted_rank,runtime\n"
+CSV_COLUMNS = ("graph_id", "config_index", "predicted_score", "predicted_rank", "runtime")
 
 
 @dataclass
@@ -72,13 +73,14 @@ class Prediction:
     def csv_bytes(self) -> bytes:
         """One row per (graph, config): graph_id, config_index, score, rank, runtime."""
         out = io.StringIO()
-        out.write(CSV_HEADER)
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
         for g in self.graphs:
             runtime = g.runtime if g.runtime is not None else [math.nan] * g.score.size
             for idx, score, rank, y in zip(g.config_index, g.score, g.rank, runtime,
                                            strict=True):
                 label = "" if math.isnan(y) else f"{y:.17g}"
-                out.write(f"{g.graph_id},{idx},{float(score):.9g},{rank},{label}\n")
+                writer.writerow([g.graph_id, int(idx), f"{float(score):.9g}", int(rank), label])
         return out.getvalue().encode()
 
 
@@ -133,12 +135,11 @@ def _check_widths(source: GraphSource, raws: list[RawGraph], loaded: LoadedModel
             if have[key] != width:
                 raise DatasetError(f"{source.npz_file(raw.info.graph_id)}: {key}: "
                                    f"{have[key]} columns, the model {loaded.path} reads {width}")
-        if not raw.info.spec.per_node_configs:
-            cfg = raw.cfg_feat.shape[1]
-            if cfg != loaded.stats.tile_config.lo.size:
-                raise DatasetError(f"{source.npz_file(raw.info.graph_id)}: config_feat: {cfg} "
-                                   f"columns, the model {loaded.path} reads "
-                                   f"{loaded.stats.tile_config.lo.size}")
+        spec = raw.info.spec
+        if raw.cfg_feat.shape[-1] != spec.config_width:
+            raise DatasetError(f"{source.npz_file(raw.info.graph_id)}: {spec.config_feat_key}: "
+                               f"{raw.cfg_feat.shape[-1]} features per config, the model "
+                               f"{loaded.path} reads {spec.config_width}")
 
 
 def _rank(score: np.ndarray) -> np.ndarray:
