@@ -43,6 +43,14 @@ def run(tmp_path_factory) -> tuple[Path, EvaluationScores]:
     root = tmp_path_factory.mktemp("predict") / "ds"
     write_synthetic_dataset(root, programs=4, graphs_per_program=2, nodes=(30, 40), configs=6,
                             label_ci=0.01)
+    scored = _train_recording(root, BaselineOptions(hidden=8, layers=1, train=TrainConfig(
+        epochs=3, lr=0.03, configs_per_graph=4, batch_graphs=2)))
+    assert len(scored) == 2
+    return root, scored
+
+
+def _train_recording(root: Path, opts: BaselineOptions) -> EvaluationScores:
+    """Train and save as ``tgt baseline`` does, recording each evaluation's model scores."""
     scored: dict[Trainer, dict[str, np.ndarray]] = {}
     original = Trainer.predict
 
@@ -51,14 +59,11 @@ def run(tmp_path_factory) -> tuple[Path, EvaluationScores]:
         scored.setdefault(self, {})[g.info.graph_id] = out
         return out
 
-    opts = BaselineOptions(hidden=8, layers=1, train=TrainConfig(
-        epochs=3, lr=0.03, configs_per_graph=4, batch_graphs=2))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Trainer, "predict", recording)
         report = run_baseline(root, opts)
     save_report(report, root)
-    assert len(scored) == 2
-    return root, list(scored.values())
+    return list(scored.values())
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +149,30 @@ def test_predict_reproduces_held_out_configs_of_the_within_graph_model(
         assert g.runtime is not None
         assert g.score[held] == pytest.approx(scores[g.graph_id], rel=1e-5, abs=1e-6)
         _assert_same_metrics(graph_metrics(g.runtime[held], g.score[held]), row)
+
+
+@pytest.mark.parametrize("case", ["tile", "layout-gst"])
+def test_predict_reproduces_tile_and_gst_models(tmp_path: Path, case: str) -> None:
+    """Tile models normalise config features with saved statistics; GST models embed a graph
+    as the mean of its segments: both must come back as the evaluation had them."""
+    root = tmp_path / case
+    tile = case == "tile"
+    write_synthetic_dataset(root, programs=1, graphs_per_program=2, nodes=(30, 40), configs=8,
+                            collection="tile" if tile else "layout")
+    train = TrainConfig(epochs=2, lr=0.03, configs_per_graph=4, batch_graphs=2, gst=not tile)
+    (scores,) = _train_recording(root, BaselineOptions(
+        hidden=8, layers=1, holdout="configs", segment_method="contiguous", segment_nodes=12,
+        train=train))
+    kind = "tile" if tile else "layout"
+    stem = root / "baseline" / f"model-{kind}-within-graph"
+    sidecar = json.loads(stem.with_suffix(".json").read_text())
+    assert sidecar["options"]["train"]["gst"] is (not tile)
+    prediction = predict_dataset(root, stem.with_suffix(".msgpack"))
+    assert prediction.kind == kind and len(prediction.graphs) == 2
+    for g in prediction.graphs:
+        parts = split_configs(g.graph_id, g.score.size, 0, 0.3)
+        assert parts is not None
+        assert g.score[parts[1]] == pytest.approx(scores[g.graph_id], rel=1e-5, abs=1e-6)
 
 
 @pytest.fixture
