@@ -24,7 +24,7 @@ from tpugraphs_tools.baseline import (
     save_report,
 )
 from tpugraphs_tools.baseline.holdout import split_configs
-from tpugraphs_tools.baseline.synthetic import write_synthetic_dataset
+from tpugraphs_tools.baseline.synthetic import layout_graph, write_synthetic_dataset
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.errors import ModelFileError
 from tpugraphs_tools.store import Dataset
@@ -173,6 +173,30 @@ def test_predict_reproduces_tile_and_gst_models(tmp_path: Path, case: str) -> No
         parts = split_configs(g.graph_id, g.score.size, 0, 0.3)
         assert parts is not None
         assert g.score[parts[1]] == pytest.approx(scores[g.graph_id], rel=1e-5, abs=1e-6)
+
+
+def test_an_unlabelled_npz_tree_gets_rankings_without_metrics(trained: Path,
+                                                              tmp_path: Path) -> None:
+    tree = tmp_path / "npz" / "layout" / "xla" / "random"
+    (tree / "test").mkdir(parents=True)
+    for i, labelled in enumerate((False, True)):   # g0: runtimes zeroed, as a test split
+        arrays, _ = layout_graph(100 + i, 30, 5)
+        if not labelled:
+            arrays["config_runtime"] = np.zeros_like(arrays["config_runtime"])
+        np.savez(tree / "test" / f"g{i}.npz", **arrays)
+    model = trained / "baseline" / "model-layout-by-program.msgpack"
+    out = tmp_path / "out" / "p.csv"
+    result = CliRunner().invoke(main, ["baseline", "--predict", str(tree), "--model", str(model),
+                                       "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 graph(s) without labels" in result.output
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 10 and {r["predicted_rank"] for r in rows} == {"1", "2", "3", "4", "5"}
+    unlabelled = [r for r in rows if r["runtime"] == ""]
+    assert len(unlabelled) == 5 and len({r["graph_id"] for r in unlabelled}) == 1
+    metrics = json.loads(out.with_suffix(".json").read_text())
+    assert metrics["graphs"] == 2 and metrics["labelled"] == 1 and len(metrics["per_graph"]) == 1
+    assert not (tree / "baseline").exists()
 
 
 @pytest.fixture
