@@ -243,6 +243,8 @@ def test_garbage_parameters_with_a_matching_digest_are_refused(model_copy: Path)
     (lambda d: d["widths"].update(config_features=24), "widths.config_features"),
     (lambda d: d.update(kind="pixels"), "kind"),
     (lambda d: d["options"]["train"].update(warp=1), "options.train.warp"),
+    (lambda d: d["model"].update(hidden="8"), "model.hidden"),
+    (lambda d: d["options"].pop("prepare"), "options.prepare"),
     (lambda d: d.pop("normalisation"), "normalisation"),
     (lambda d: d.update(format_version=99), "format_version"),
 ])

@@ -216,7 +216,7 @@ def save_predictions(prediction: Prediction, data: str | Path,
         rel = default_output(prediction.model)
         with Dataset.open(root).transaction() as tx:
             tx.put_file(rel, body)
-            tx.put_file(str(Path(rel).with_suffix(".json")), metrics)
+            tx.put_file(Path(rel).with_suffix(".json").as_posix(), metrics)
         return [root / rel, (root / rel).with_suffix(".json")]
     path = Path(out) if out is not None else root / default_output(prediction.model)
     if path.suffix == ".json":

@@ -143,21 +143,31 @@ def paths_of(path: str | Path) -> tuple[Path, Path]:
     return path, path.with_suffix(SIDECAR_SUFFIX)
 
 
-def _require(doc: dict[str, Any], key: str, kind: type, sidecar: Path) -> Any:
+def _require(doc: dict[str, Any], key: str, kind: type, sidecar: Path,
+             parent: str | None = None) -> Any:
+    where = f"{parent}.{key}" if parent else key
     if key not in doc:
-        raise ModelFileError("missing", path=str(sidecar), key=key)
+        raise ModelFileError("missing", path=str(sidecar), key=where)
     if not isinstance(doc[key], kind):
         raise ModelFileError(f"expected {kind.__name__}, found {type(doc[key]).__name__}",
-                             path=str(sidecar), key=key)
+                             path=str(sidecar), key=where)
     return doc[key]
 
 
 def _dataclass_of(cls: type, doc: dict[str, Any], key: str, sidecar: Path) -> Any:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(doc) - known)
-    if unknown:
-        raise ModelFileError(f"unknown field {unknown[0]!r} (written by a newer tgt?)",
-                             path=str(sidecar), key=f"{key}.{unknown[0]}")
+    """``cls(**doc)`` when every field is known and has its default's type."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in doc.items():
+        if name not in fields:
+            raise ModelFileError(f"unknown field {name!r} (written by a newer tgt?)",
+                                 path=str(sidecar), key=f"{key}.{name}")
+        default = fields[name].default
+        expected = float if isinstance(default, float) else type(default)
+        fits = isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
+        if default is not None and default is not dataclasses.MISSING and not (
+                fits or (expected is float and isinstance(value, int))):
+            raise ModelFileError(f"expected {expected.__name__}, found {value!r}",
+                                 path=str(sidecar), key=f"{key}.{name}")
     return cls(**doc)
 
 
@@ -221,9 +231,10 @@ def load_model(path: str | Path) -> LoadedModel:
         raise ModelFileError(f"{model.kind!r} differs from kind {kind!r}", path=str(sidecar),
                              key="model.kind")
     options = _require(doc, "options", dict, sidecar)
-    train = _dataclass_of(TrainConfig, _require(options, "train", dict, sidecar),
+    train = _dataclass_of(TrainConfig, _require(options, "train", dict, sidecar, "options"),
                           "options.train", sidecar)
-    prepare = _dataclass_of(PrepareOptions, _require(options, "prepare", dict, sidecar),
+    prepare = _dataclass_of(PrepareOptions,
+                            _require(options, "prepare", dict, sidecar, "options"),
                             "options.prepare", sidecar)
     norm = _require(doc, "normalisation", dict, sidecar)
     try:
