@@ -27,6 +27,7 @@ Tree::
     │   ├── TuningDataError   an official raw tuning proto that cannot be imported
     │   └── NothingToScore (also a BaselineError)
     ├── BaselineError         baseline/: training and scoring
+    │   └── ModelFileError    a saved model (params + sidecar) unusable as asked
     └── ValidateError         validate/: reading files under check
         ├── NpzError
         └── TablePartError
@@ -154,6 +155,17 @@ class TuningDataError(DatasetError):
 
 class BaselineError(TgtError):
     """Raised when the reference cost model cannot be trained or scored."""
+
+
+class ModelFileError(BaselineError):
+    """Raised for a saved baseline model that cannot be read or used; names file and key."""
+
+    def __init__(self, message: str, *, path: str, key: str | None = None) -> None:
+        where = f"{path}: {key}" if key is not None else path
+        super().__init__(f"{where}: {message}")
+        self.message = message
+        self.path = path
+        self.key = key
 
 
 class NothingToScore(BaselineError, DatasetError):

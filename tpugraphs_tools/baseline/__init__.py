@@ -22,17 +22,19 @@ from tpugraphs_tools.baseline.metrics import (
     top_k_error,
 )
 from tpugraphs_tools.baseline.model import CostModel, ModelConfig
+from tpugraphs_tools.baseline.predict import Prediction, predict_dataset, save_predictions
 from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions
 from tpugraphs_tools.baseline.report import Evaluation, save_report, write_report
 from tpugraphs_tools.baseline.run import BaselineOptions, NothingToScore, run_baseline
+from tpugraphs_tools.baseline.saved import LoadedModel, SavedModel, load_model
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 
 __all__ = [
     "LOSSES", "BaselineOptions", "Batch", "CostModel", "Evaluation", "GraphInfo", "GraphRecord",
-    "GraphSource",
-    "Item", "ModelConfig", "NothingToScore", "PrepareOptions", "PreparedGraph", "RankingLoss",
-    "Stale", "TgtSource", "TpuGraphsTreeSource", "TrainConfig", "Trainer", "bucket",
-    "evaluation_title", "graph_metrics", "iter_graphs", "kaggle_tile_score", "kendall_tau",
-    "listmle", "mean_metrics", "opa", "open_source", "pack", "pairwise_hinge", "run_baseline",
-    "save_report", "slowdown", "top_k_error", "write_report",
+    "GraphSource", "Item", "LoadedModel", "ModelConfig", "NothingToScore", "Prediction",
+    "PrepareOptions", "PreparedGraph", "RankingLoss", "SavedModel", "Stale", "TgtSource",
+    "TpuGraphsTreeSource", "TrainConfig", "Trainer", "bucket", "evaluation_title",
+    "graph_metrics", "iter_graphs", "kaggle_tile_score", "kendall_tau", "listmle", "load_model",
+    "mean_metrics", "opa", "open_source", "pack", "pairwise_hinge", "predict_dataset",
+    "run_baseline", "save_predictions", "save_report", "slowdown", "top_k_error", "write_report",
 ]

@@ -106,7 +106,14 @@ class Loader:
     def prepare(self, raws: list[RawGraph], fit_on: list[RawGraph]) -> list[PreparedGraph]:
         """Normalise with statistics of ``fit_on`` only (a streaming pass over them); GST
         segments computed once per graph."""
-        stats = FeatureStats.fit(fit_on, self.opts.prepare.pad_minus_one)
+        return self.apply(raws, self.fit_stats(fit_on))
+
+    def fit_stats(self, fit_on: list[RawGraph]) -> FeatureStats:
+        """Normalisation statistics of ``fit_on`` (the train graphs or views)."""
+        return FeatureStats.fit(fit_on, self.opts.prepare.pad_minus_one)
+
+    def apply(self, raws: list[RawGraph], stats: FeatureStats) -> list[PreparedGraph]:
+        """``raws`` normalised with ``stats`` (fitted here or read from a saved model)."""
         if self.graphs is None:
             return [finalize(raw, stats, self._node_segment(raw)) for raw in raws]
         stats_key = stats.key()

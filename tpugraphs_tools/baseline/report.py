@@ -13,10 +13,14 @@ import platform
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:   # saved.py imports this module (versions)
+    from tpugraphs_tools.baseline.saved import SavedModel
+
+PARAMS_SUFFIX = ".msgpack"     # a saved model's parameters (saved.py)
 REPORT_DIR = "baseline"
 REPORT_JSON = f"{REPORT_DIR}/report.json"
 REPORT_MD = f"{REPORT_DIR}/report.md"
@@ -75,6 +79,8 @@ class Evaluation:
     share: float | None = None
     min_configs: int | None = None
     methods: dict[str, str] = field(default_factory=dict)   # method → what it reads
+    # the fitted model, saved beside the report (saved.py); not part of report.json itself
+    model: SavedModel | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -82,6 +88,8 @@ class Evaluation:
             "programs": self.programs, "train": asdict(self.train), "kind": self.kind,
             "results": self.results, "per_graph": [g.to_json() for g in self.per_graph],
             "notes": self.notes, "methods": self.methods}
+        if self.model is not None:     # beside report.json; `tgt baseline --predict` reads it
+            out["model_file"] = self.model.stem + PARAMS_SUFFIX
         extra = {"configs": self.configs, "share": self.share, "min_configs": self.min_configs}
         return {**out, **{k: v for k, v in extra.items() if v is not None}}
 
@@ -178,26 +186,40 @@ def report_bytes(report: BaselineReport) -> tuple[bytes, bytes]:
             report_markdown(report).encode())
 
 
+def model_files(report: BaselineReport) -> dict[str, bytes]:
+    """File name → bytes of every evaluation's saved model (parameters + sidecar)."""
+    return {name: data for _, ev in report.evaluations() if ev.model is not None
+            for name, data in ev.model.files().items()}
+
+
 def write_report(report: BaselineReport, path: str | Path) -> list[Path]:
-    """JSON at ``path`` and Markdown beside it (same name, ``.md``)."""
+    """JSON at ``path``, Markdown beside it (same name, ``.md``), then the saved models in the
+    same folder; the models are written first, so a report never names a missing model."""
     data, markdown = report_bytes(report)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    models = [path.parent / name for name in model_files(report)]
+    for target, body in zip(models, model_files(report).values(), strict=True):
+        target.write_bytes(body)
     path.write_bytes(data)
     md = path.with_suffix(".md")
     md.write_bytes(markdown)
-    return [path, md]
+    return [path, md, *models]
 
 
 def save_report(report: BaselineReport, data: str | Path) -> list[Path]:
-    """Store the report inside ``data`` (a tgt dataset or an official tree)."""
+    """Store the report and models inside ``data`` (a tgt dataset or an official tree):
+    [report.json, report.md, model files...]."""
     from tpugraphs_tools.store import MANIFEST, Dataset
 
     root = Path(data)
     if not (root / MANIFEST).exists():
         return write_report(report, root / REPORT_JSON)
     body, markdown = report_bytes(report)
+    models = model_files(report)
     with Dataset.open(root).transaction() as tx:
+        for name, model in models.items():
+            tx.put_file(f"{REPORT_DIR}/{name}", model)
         tx.put_file(REPORT_JSON, body)
         tx.put_file(REPORT_MD, markdown)
-    return [root / REPORT_JSON, root / REPORT_MD]
+    return [root / REPORT_JSON, root / REPORT_MD, *(root / REPORT_DIR / n for n in models)]

@@ -26,7 +26,7 @@ from tpugraphs_tools.baseline.holdout import DEFAULT_SHARE, MIN_CONFIGS, holdout
 from tpugraphs_tools.baseline.loading import Loader
 from tpugraphs_tools.baseline.metrics import graph_metrics, mean_metrics
 from tpugraphs_tools.baseline.model import ModelConfig
-from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions, RawGraph
+from tpugraphs_tools.baseline.prepare import FeatureStats, PreparedGraph, PrepareOptions, RawGraph
 from tpugraphs_tools.baseline.rankers import ORDER, Rankers, described
 from tpugraphs_tools.baseline.report import (
     BaselineReport,
@@ -38,6 +38,7 @@ from tpugraphs_tools.baseline.report import (
     TrainStats,
     versions,
 )
+from tpugraphs_tools.baseline.saved import SavedModel
 from tpugraphs_tools.baseline.splits import split_graph_infos
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 from tpugraphs_tools.baseline.trivial import label_ci
@@ -111,10 +112,11 @@ def copies_note(kind: str, per_graph: list[GraphScore]) -> list[str]:
 
 def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
                     opts: BaselineOptions, progress: Progress | None, label: str,
-                    defaults: dict[str, np.ndarray]
+                    defaults: dict[str, np.ndarray], feature_stats: FeatureStats
                     ) -> tuple[TrainStats, dict[str, dict[str, Metrics]], list[GraphScore],
-                               list[str]]:
-    """Fit one model on ``train`` and score ``scored`` (valid/test graphs or views)."""
+                               list[str], SavedModel]:
+    """Fit one model on ``train`` and score ``scored`` (valid/test graphs or views); the
+    model comes back ready to save (``feature_stats``: the normalisation it was fitted on)."""
     kind = train[0].info.kind
     model_cfg = ModelConfig(kind=kind, model=opts.model, hidden=opts.hidden, layers=opts.layers,
                             cross_config_attention=opts.cross_config_attention)
@@ -132,7 +134,9 @@ def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
                        finetune_loss=history.finetune_loss, compiles=history.compiles,
                        segments=int(sum(g.num_segments for g in train)),
                        embedding_table_bytes=trainer.table.nbytes)
-    return stats, summary, per_graph, rankers.coverage_notes(scored)
+    saved = SavedModel.build(trainer.params, model_cfg, feature_stats, opts.to_json(),
+                             train[0].info.collection, label)
+    return stats, summary, per_graph, rankers.coverage_notes(scored), saved
 
 
 def by_program(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
@@ -148,14 +152,16 @@ def by_program(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
         missing = "train" if not train else "valid or test"
         return None, (f"by-program split skipped: no {missing} program among {count} "
                       f"program(s) with configs (3 or more programs give each split one)")
-    graphs = loader.prepare(train + held, train)
-    stats, results, per_graph, notes = train_and_score(
-        graphs[:len(train)], graphs[len(train):], opts, progress, "by-program", defaults)
+    feature_stats = loader.fit_stats(train)
+    graphs = loader.apply(train + held, feature_stats)
+    stats, results, per_graph, notes, saved = train_and_score(
+        graphs[:len(train)], graphs[len(train):], opts, progress, "by-program", defaults,
+        feature_stats)
     counts = {s: sum(r.info.split == s for r in raws) for s in ("train", "valid", "test")}
     kind = train[0].info.kind
     return Evaluation("programs", split_method, counts, programs, stats, kind, results,
                       per_graph, copies_note(kind, per_graph) + notes,
-                      methods=methods_of(per_graph)), None
+                      methods=methods_of(per_graph), model=saved), None
 
 
 def within_graph(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
@@ -165,9 +171,11 @@ def within_graph(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
     train, test, notes = holdout_views(raws, opts.train.seed, opts.holdout_share)
     if not train:
         return None, notes
-    graphs = loader.prepare(train + test, train)
-    stats, results, per_graph, ranker_notes = train_and_score(
-        graphs[:len(train)], graphs[len(train):], opts, progress, "within-graph", defaults)
+    feature_stats = loader.fit_stats(train)
+    graphs = loader.apply(train + test, feature_stats)
+    stats, results, per_graph, ranker_notes, saved = train_and_score(
+        graphs[:len(train)], graphs[len(train):], opts, progress, "within-graph", defaults,
+        feature_stats)
     programs = sorted({r.info.program for r in train})
     configs = {"train": int(sum(r.runtime.size for r in train)),
                "held_out": int(sum(r.runtime.size for r in test))}
@@ -177,7 +185,7 @@ def within_graph(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
         "configs", split_method, {"train": len(train), "valid": 0, "test": len(test)},
         {"train": programs, "valid": [], "test": programs}, stats, kind, results, per_graph,
         copies_note(kind, per_graph) + ranker_notes, configs=configs, share=opts.holdout_share,
-        min_configs=MIN_CONFIGS, methods=methods_of(per_graph)), notes
+        min_configs=MIN_CONFIGS, methods=methods_of(per_graph), model=saved), notes
 
 
 def methods_of(per_graph: list[GraphScore]) -> dict[str, str]:

@@ -14,6 +14,7 @@ from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
 if TYPE_CHECKING:  # the library is imported when a command runs (fast --help)
     from tpugraphs_tools.baseline import Evaluation
 
+_LAYERS = ("sage", "gcn")
 # Per collection kind, the columns its literature reports (anchors.md: layout → τ, OPA,
 # slowdown; tile → Kaggle score, top-K error).
 _COLUMNS = {
@@ -31,8 +32,14 @@ _COLUMNS = {
               help="Training epochs.")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed for initialisation, sampling and the split.")
-@click.option("--model", type=click.Choice(["sage", "gcn"]), default="sage", show_default=True,
-              help="Graph layer: GraphSAGE or GCN.")
+@click.option("--model", default=None, metavar="sage|gcn|PATH",
+              help="Training: the graph layer, sage (GraphSAGE, default) or gcn. With "
+                   "--predict: the saved model (DATA/baseline/model-*.msgpack or its .json).")
+@click.option("--predict", "predict_data", default=None, type=click.Path(file_okay=False),
+              help="Rank this dataset's configs with the saved --model PATH (no training).")
+@click.option("--out", "predictions_path", type=click.Path(dir_okay=False), default=None,
+              help="--predict: CSV path (+ .json metrics beside it) [default: "
+                   "PREDICT/baseline/predictions-<model>.csv].")
 @click.option("--hidden", type=click.IntRange(min=4), default=64, show_default=True,
               help="Hidden width of every layer.")
 @click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True,
@@ -81,7 +88,8 @@ _COLUMNS = {
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
               help="JSON report path (+ .md beside it) [default: DATA/baseline/report.json].")
 @handle_errors
-def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers: int, loss: str,
+def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data: str | None,
+             predictions_path: str | None, hidden: int, layers: int, loss: str,
              lr: float, configs_per_graph: int, batch_graphs: int, max_configs: int,
              lazy_configs: bool, gst: bool,
              segment_method: str, segment_nodes: int, partition: str | None,
@@ -108,7 +116,19 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
       tgt baseline data/ --epochs 30
       tgt baseline data/ --gst --partition metis-64 --finetune-epochs 2
       tgt baseline tpugraphs/npz/layout/xla/default --prune --hidden 128
+      tgt baseline --predict other/ --model data/baseline/model-layout-by-program.msgpack
     """
+    if predict_data is not None:
+        if model is None or model in _LAYERS:
+            raise click.UsageError("--predict needs --model PATH: a saved model, e.g. "
+                                   "DATA/baseline/model-layout-by-program.msgpack")
+        _predict(predict_data, model, collection, lazy_configs, predictions_path)
+        return
+    if model is None:
+        model = "sage"
+    elif model not in _LAYERS:
+        raise click.BadParameter(f"{model!r} is not one of {', '.join(_LAYERS)} (a saved "
+                                 "model file is read with --predict DATA)", param_hint="--model")
     from tpugraphs_tools.baseline import (
         BaselineOptions,
         PrepareOptions,
@@ -146,7 +166,36 @@ def baseline(data: str, epochs: int, seed: int, model: str, hidden: int, layers:
             terminal.note("note", note)
     for name, reason in report.skipped.items():
         terminal.note("not scored", f"{name}: {reason}")
-    terminal.success(f"report written to {' and '.join(str(p) for p in paths)}")
+    if paths[2:]:
+        terminal.note("models", ", ".join(str(p) for p in paths[2:] if p.suffix == ".msgpack")
+                      + " (rank other data with `tgt baseline --predict DATA --model PATH`)")
+    terminal.success(f"report written to {' and '.join(str(p) for p in paths[:2])}")
+
+
+def _predict(data: str, model: str, collection: str | None, lazy_configs: bool,
+             out: str | None) -> None:
+    """Rank ``data``'s configs with a saved model; print the metrics where it has labels."""
+    from tpugraphs_tools.baseline import predict_dataset, save_predictions
+
+    with terminal.status("predict") as show:
+        prediction = predict_dataset(data, model, collection=collection,
+                                     lazy_configs=lazy_configs, progress=show)
+    paths = save_predictions(prediction, data, out)
+    summary = prediction.summary
+    if summary.get("graphs"):
+        columns = _COLUMNS[prediction.kind]
+        table = Table(title=f"{prediction.collection}: saved model on {data}",
+                      box=box.SIMPLE_HEAD)
+        table.add_column("graphs", justify="right")
+        for label, _ in columns:
+            table.add_column(label, justify="right", no_wrap=True)
+        table.add_row(str(int(summary["graphs"])), *(_fmt(summary.get(k)) for _, k in columns))
+        terminal.print(table)
+    for note in prediction.notes[:10]:
+        terminal.note("note", note)
+    terminal.success(f"{sum(g.score.size for g in prediction.graphs)} configs of "
+                     f"{len(prediction.graphs)} graphs ranked: "
+                     f"{' and '.join(str(p) for p in paths)}")
 
 
 def _fmt(value: float | None) -> str:
