@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from tpugraphs_tools.measure.paired import (
     BATCH_DONE,
     MAX_ROUNDS,
     MAX_SECONDS,
+    PLACEMENT_FLOOR,
     PRECISION,
     SEPARATED,
     PairedBatch,
@@ -281,3 +283,25 @@ def test_a_sample_is_primed_by_prime_runs_untimed_runs_only_when_it_has_several(
         ns, seconds = timed_sample(run, k, prime)
         assert len(calls) == expected, (k, prime)
         assert ns >= 0 and seconds >= 0
+
+
+def test_rounds_stop_once_the_spread_between_processes_dominates_the_ci():
+    """Round noise SD 0.1: without a known between-process variance a config runs to the cap
+    for a 0.1% target; told that the processes spread 0.02 (log SD), it stops where its own
+    variance is a quarter of that, and its CI from the rounds is still its own."""
+    sample, _ = fake_sampler([1.0, 1.01, 1.0], noise=0.1, seed=11)
+    rule = StopRule(target_precision=0.001, max_rounds=3000, max_seconds_per_config=1e9,
+                    copies=2)
+    capped = time_paired(sample, 3, rule, control=[2], seed=1)
+    assert capped.stop_reason[0] == MAX_ROUNDS and capped.rounds == 3000
+    sample, _ = fake_sampler([1.0, 1.01, 1.0], noise=0.1, seed=11)
+    floored = time_paired(sample, 3, replace(rule, process_var=0.02 ** 2), control=[2],
+                          seed=1)
+    assert floored.stop_reason[0] == PLACEMENT_FLOOR
+    assert floored.rounds < 3000 / 4
+    _, se2, place, _ = floored.parts(0)
+    assert se2 + place <= rule.floor_share * 0.02 ** 2
+    # Where the processes agree (a tiny spread), the rounds go on.
+    sample, _ = fake_sampler([1.0, 1.01, 1.0], noise=0.1, seed=11)
+    agree = time_paired(sample, 3, replace(rule, process_var=1e-9), control=[2], seed=1)
+    assert agree.stop_reason[0] == MAX_ROUNDS

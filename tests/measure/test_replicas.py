@@ -187,3 +187,19 @@ def test_options_share_the_precision_target_caps_and_copies_out_between_processe
     assert two.max_seconds_per_config == pytest.approx(one.max_seconds_per_config / 2)
     fixed = MeasureOptions(measure_processes=2, timing="fixed").stop
     assert fixed == one
+
+
+def test_the_next_process_learns_the_between_process_variance_of_the_earlier_ones():
+    from tpugraphs_tools.measure.replicas import partial_between
+
+    rng = np.random.default_rng(3)
+    truth = rng.normal(0, 0.1, 12)
+    tau, se = 0.02, 0.002
+    c = _batch(rng, truth, tau, se, processes=2)
+    per_process = [[_result(i, c[i, p], se) for i in range(12)] for p in range(2)]
+    spread = ProcessSpread()
+    assert partial_between(per_process[:1], spread) is None
+    between = partial_between(per_process, spread)
+    assert between is not None
+    assert 0.25 * 2 * tau ** 2 < between < 4 * 2 * tau ** 2  # var u + var v = 2τ², 1 df-ish
+    assert not spread.own  # the graph's pool is left as it was

@@ -92,6 +92,10 @@ class Batch:
     # Paired engine: timed seconds this batch may spend in each process (its share of the
     # graph's --budget-seconds, measure/racing.py); None: no budget.
     budget_seconds: float | None = None
+    # Paired engine: the between-process variance of a label (var u + var v, log scale) as
+    # the processes that timed this batch before estimate it (replicas.partial_between); None
+    # before two have. Rounds stop once they cannot narrow a CI that this term holds up.
+    process_var: float | None = None
 
 
 @dataclass(frozen=True)

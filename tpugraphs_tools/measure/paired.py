@@ -83,6 +83,11 @@ class StopRule:
     # parent's share of the graph's budget); None: no budget.
     race: bool = False
     budget_seconds: float | None = None
+    # The between-process variance of a label measured by the processes that timed this batch
+    # before (Batch.process_var); None: unknown. A config whose own variance here is within
+    # ``floor_share`` of it stops (``placement_floor``): a label averages P processes, so
+    # rounds in one process shrink only the first part of Σse²/P² + var/P.
+    process_var: float | None = None
 
     @property
     def race_start(self) -> int:
@@ -358,9 +363,13 @@ def _precise_enough(i: int, estimates: list[Ratio], finer: float, target: float,
 
 
 def _floor_reached(batch: PairedBatch, i: int, rule: StopRule) -> bool:
-    """More rounds cannot tighten the CI much: the copies' placement spread dominates it."""
+    """More rounds cannot tighten the CI much: the copies' placement spread dominates it, or
+    the spread between measurement processes (``rule.process_var``) does."""
     _, se2, place, _ = batch.parts(i)
-    return place > 0 and se2 <= rule.floor_share * place
+    if place > 0 and se2 <= rule.floor_share * place:
+        return True
+    between = rule.process_var
+    return between is not None and between > 0 and se2 + place <= rule.floor_share * between
 
 
 def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_000) -> int:

@@ -48,7 +48,7 @@ from tpugraphs_tools.measure.processes import (
     split_cpus,
 )
 from tpugraphs_tools.measure.racing import budget_share
-from tpugraphs_tools.measure.replicas import ProcessSpread, combine
+from tpugraphs_tools.measure.replicas import ProcessSpread, combine, partial_between
 from tpugraphs_tools.measure.results import CRASH, DUPLICATE, NOOP, OK, TIMEOUT, ConfigResult
 
 OnResult = Callable[[ConfigResult], None]
@@ -211,8 +211,10 @@ class PipelinedMeasurer:
                      + len(state.singles))
             share = budget_share(self.spec.stop.budget_seconds, state.spent,
                                  len(state.batch), later)
+            earlier = self.spread.between()[0] if self.spread.own else None  # past batches
             state.message = Batch([*state.batch, *self.repeats.pick(state.singles)],
-                                  self._pause_list(), context(), budget_seconds=share)
+                                  self._pause_list(), context(), budget_seconds=share,
+                                  process_var=earlier)
             self._phase, state.timed_by = 0, []
             self._measurer.conn.send(state.message)
             state.batch_started = time.monotonic()
@@ -282,7 +284,8 @@ class PipelinedMeasurer:
             k = next((r.runs_per_sample for r in results if r.runs_per_sample), None)
             # the compile workers alive now (any replaced since the first)
             state.message = replace(state.message, runs_per_sample=k,
-                                    pause=self._pause_list())
+                                    pause=self._pause_list(),
+                                    process_var=partial_between(state.timed_by, self.spread))
             self._measurer.conn.send(state.message)
             state.batch_started = time.monotonic()
             return

@@ -183,17 +183,42 @@ def _samples(values: list[list[int] | None]) -> Timing | None:
     return Timing.of(joined) if joined else None
 
 
+def _groups(per_process: Sequence[Sequence[ConfigResult]]
+            ) -> tuple[list[list[ConfigResult]], list[list[ConfigResult]]]:
+    """Each item's results over the processes (in the first process's order), and the groups
+    of those timed with a finite se in every process."""
+    first, rest = per_process[0], per_process[1:]
+    found = [{_key(r): r for r in results} for results in rest]
+    groups = [[r, *(f[_key(r)] for f in found if _key(r) in f)] for r in first]
+    timed = [g for g in groups if len(g) == len(per_process) and all(
+        r.status in TIMED and r.log_se is not None and math.isfinite(r.log_se) for r in g)]
+    return groups, timed
+
+
+def partial_between(per_process: Sequence[Sequence[ConfigResult]], spread: ProcessSpread
+                    ) -> float | None:
+    """The between-process variance of a label (``ProcessSpread.between``) from the processes
+    that timed a batch so far, pooled with the graph's earlier batches (``spread`` is not
+    changed); None before two processes have timed it. The next process's rounds stop once
+    its own variance is small beside it (paired.StopRule.process_var)."""
+    if len(per_process) < 2:
+        return None
+    _, timed = _groups(per_process)
+    trial = ProcessSpread(own=list(spread.own), means=list(spread.means))
+    trial.add_batch([[r.log_center or 0.0 for r in g] for g in timed],
+                    [[r.log_se or 0.0 for r in g] for g in timed])
+    if not trial.own:
+        return None
+    return trial.between()[0]
+
+
 def combine(per_process: Sequence[Sequence[ConfigResult]], spread: ProcessSpread,
             confidence: float = 0.95) -> list[ConfigResult]:
     """One result per item of a batch from the same batch timed in each process (in the
     first process's order). An item timed in every process gets the combined label and adds
     to ``spread`` (before the labels are computed, so a batch's own items count); an item
     that failed somewhere keeps the first failure; one missing somewhere keeps what exists."""
-    first, rest = per_process[0], per_process[1:]
-    found = [{_key(r): r for r in results} for results in rest]
-    groups = [[r, *(f[_key(r)] for f in found if _key(r) in f)] for r in first]
-    timed = [g for g in groups if len(g) == len(per_process) and all(
-        r.status in TIMED and r.log_se is not None and math.isfinite(r.log_se) for r in g)]
+    groups, timed = _groups(per_process)
     spread.add_batch([[r.log_center or 0.0 for r in g] for g in timed],
                      [[r.log_se or 0.0 for r in g] for g in timed])
     out = []

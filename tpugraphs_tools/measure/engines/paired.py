@@ -90,17 +90,20 @@ class PairedEngine:
         return paired_labels(loaded.defaults, loaded.items, self.spec, self.runs_per_sample,
                              message.context, self.placement, waiting,
                              [item.result for item in items], seed=loaded.seed,
-                             budget_seconds=message.budget_seconds)
+                             budget_seconds=message.budget_seconds,
+                             process_var=message.process_var)
 
 
 def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec, k: int,
                   context: list[tuple[float, float]], placement: Placement, waiting: list[int],
                   results: list[ConfigResult], seed: int | None = None,
-                  budget_seconds: float | None = None) -> list[ConfigResult]:
+                  budget_seconds: float | None = None, process_var: float | None = None
+                  ) -> list[ConfigResult]:
     """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
     their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
-    never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none)."""
+    never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none);
+    ``process_var``: the between-process variance the earlier processes measured."""
 
     def sample(i: int, copy: int) -> tuple[float, float]:
         copies = reference if i < 0 else runs[i]
@@ -108,7 +111,7 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
 
     # Fewer copies than asked when loading ran out of memory (load_copies).
     rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]),
-                               budget_seconds=budget_seconds)
+                               budget_seconds=budget_seconds, process_var=process_var)
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement,
                         seed=seed)
