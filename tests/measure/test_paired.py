@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 
@@ -305,3 +306,19 @@ def test_rounds_stop_once_the_spread_between_processes_dominates_the_ci():
     sample, _ = fake_sampler([1.0, 1.01, 1.0], noise=0.1, seed=11)
     agree = time_paired(sample, 3, replace(rule, process_var=1e-9), control=[2], seed=1)
     assert agree.stop_reason[0] == MAX_ROUNDS
+
+
+def test_the_precision_target_is_checked_between_the_separation_looks():
+    rule = StopRule()
+    checks = [n for n in range(rule.min_rounds, 2000) if rule.is_check(n)]
+    looks = [n for n in range(rule.min_rounds, 2000) if rule.is_look(n)]
+    assert set(looks) <= set(checks)
+    assert all(b <= math.ceil(a * rule.check_growth) + 1 for a, b in itertools.pairwise(checks))
+    # A config that reaches the target stops at the first check after it, not the next look.
+    sample, _ = fake_sampler([1.0, 1.0], noise=0.05, seed=3)
+    batch = time_paired(sample, 2, StopRule(target_precision=0.01, max_rounds=5000,
+                                            max_seconds_per_config=1e9), control=[1], seed=2)
+    stop = len(batch.log_ratios[0])
+    assert batch.stop_reason[0] == PRECISION and rule.is_check(stop)
+    assert not rule.is_look(stop)  # 188 rounds: the looks alone would have run to 210
+    assert batch.ratio(0).half_width <= 0.01
