@@ -40,7 +40,7 @@ PROGRAMS = {
 }
 ENGINES = {"paired": "", "fixed": "--engine fixed"}  # defaults; --variant adds more
 FIXED = "fixed"
-TITLE = "Label cost"
+TITLE = "Label cost and reproducibility: plain `tgt collect`"
 KEEP = ("graph_id", "config_index", "status", "is_default", "relative_to_default",
         "relative_ci_low", "relative_ci_high", "rounds", "stop_reason", "runtime_cv")
 
