@@ -124,7 +124,8 @@ def main() -> int:
     parser.add_argument("--order-rounds", type=int, default=300)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    from tpugraphs_tools.measure.paired import calibrate, timed_sample, trimmed_stats
+    from tpugraphs_tools.measure.paired import trimmed_stats
+    from tpugraphs_tools.measure.sampling import calibrate, timed_sample
 
     # The default gets 2× copies: the first version's order picks from twice as many.
     default, items = load_copies(args.program, 2 * args.copies, args.items, args.copies)

@@ -20,9 +20,9 @@ from tpugraphs_tools.measure.paired import (
     Placement,
     StopRule,
     time_paired,
-    timed_sample,
     trimmed_stats,
 )
+from tpugraphs_tools.measure.sampling import timed_sample
 
 
 def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:

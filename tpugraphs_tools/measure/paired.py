@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -388,43 +387,3 @@ def _floor_reached(batch: PairedBatch, i: int, rule: StopRule) -> bool:
         return True
     between = rule.process_var
     return between is not None and between > 0 and se2 + place <= rule.floor_share * between
-
-
-def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_000) -> int:
-    """Runs per sample so one sample lasts ≥ ``min_sample_ns`` (from a few timed runs)."""
-    times = []
-    for _ in range(5):
-        start = time.perf_counter_ns()
-        run()
-        times.append(time.perf_counter_ns() - start)
-    one = max(1, sorted(times)[2])
-    k = max(1, math.ceil(min_sample_ns / one))
-    if k > 1:  # a second look with k runs: single runs overstate per-run cost (launch)
-        start = time.perf_counter_ns()
-        for _ in range(k):
-            run()
-        per = max(1, (time.perf_counter_ns() - start) / k)
-        k = max(k, math.ceil(min_sample_ns / per))
-    return min(k, max_k)
-
-
-def timed_sample(run: Callable[[], object], k: int, prime: int = 0) -> tuple[float, float]:
-    """(ns per run, seconds) of ``k`` back-to-back runs, after ``prime`` untimed runs when
-    k > 1.
-
-    An untimed run pays for switching programs (code and buffers back in cache). It was
-    needed while the default was sampled more often than any config (it then looked ~0.7%
-    faster than an identical copy of itself). Rounds now sample the default like any config,
-    in random order, so the switch falls on every program alike; priming cost 1/(k+1) of the
-    time and moved a config's sample away from the default's. On resnet18 tiny without it
-    (``--prime-runs 0``, the default) four collections took 0.6× the wall time, with tighter
-    CIs, more pairs claimed and all kept (docs/benchmarks/history/2026-12-03-prime-runs.md).
-    """
-    if k > 1:
-        for _ in range(prime):
-            run()
-    start = time.perf_counter_ns()
-    for _ in range(k):
-        run()
-    total = time.perf_counter_ns() - start
-    return total / k, total / 1e9

@@ -25,8 +25,9 @@ from tpugraphs_tools.measure.engines.base import (
     bind_copies,
 )
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
-from tpugraphs_tools.measure.paired import Placement, calibrate, time_paired, timed_sample
+from tpugraphs_tools.measure.paired import Placement, time_paired
 from tpugraphs_tools.measure.results import CONTROL, ConfigResult
+from tpugraphs_tools.measure.sampling import calibrate, timed_sample
 from tpugraphs_tools.measure.timing import Timing
 
 # Configs of earlier batches re-timed per batch: enough for a between-window SD per graph,
