@@ -20,7 +20,6 @@ from tpugraphs_tools.measure.options import (
     option_default,
     option_kind,
 )
-from tpugraphs_tools.measure.paired import TRIM
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
 from tpugraphs_tools.measure.pipeline_state import PipelineOptions
 from tpugraphs_tools.measure.realized import honoured_json, options_key
@@ -36,6 +35,7 @@ from tpugraphs_tools.measure.results import (
     StopReason,
 )
 from tpugraphs_tools.measure.reuse import SharedWorkers
+from tpugraphs_tools.measure.robust_stats import TRIM
 from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
 
 __all__ = [
