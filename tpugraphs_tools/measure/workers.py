@@ -224,18 +224,27 @@ def _measure_batch(message: Batch, engine: Engine, check: _NumericsCheck,
             for r in results]
 
 
+def _start_and_report(conn: Any, spec: SessionSpec) -> tuple[Engine, _NumericsCheck] | None:
+    """Start ``spec``'s default and tell the parent ("ready", or "init_error" and None)."""
+    try:
+        engine, check, ready = _start_default(spec)
+    except Exception as exc:
+        conn.send(("init_error", _message(exc)))
+        return None
+    conn.send(("ready", ready))
+    return engine, check
+
+
 def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     """Hold the inputs and the default config; check and time batches of executables with
     the engine ``spec.engine`` names (measure/engines/)."""
     die_with_parent()
     pin(cpus)
     crash_runs = {i for i, fault in _test_faults().items() if fault == "crash_run"}
-    try:
-        engine, check, ready = _start_default(spec)
-        conn.send(("ready", ready))
-    except Exception as exc:
-        conn.send(("init_error", _message(exc)))
+    started = _start_and_report(conn, spec)
+    if started is None:
         return
+    engine, check = started
     while True:
         try:
             message: Batch | SessionSpec | None = conn.recv()
@@ -247,12 +256,10 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             # The next graph of a collection (measure/reuse.py): a new default and engine in
             # this warm process, no new jax start-up. The old engine's programs are dropped.
             del engine, check
-            try:
-                engine, check, ready = _start_default(message)
-                conn.send(("ready", ready))
-            except Exception as exc:
-                conn.send(("init_error", _message(exc)))
+            started = _start_and_report(conn, message)
+            if started is None:
                 return
+            engine, check = started
             continue
         results = _measure_batch(message, engine, check, crash_runs)
         try:
