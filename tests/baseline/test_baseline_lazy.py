@@ -144,7 +144,7 @@ def test_rows_of_an_array_and_a_file_agree(tmp_path: Path) -> None:
         view = rows.take(np.array([19, 3, 7]))
         assert view.shape == (3, 3) and len(view) == 3
         assert np.array_equal(view[np.array([2, 0])], data[[7, 19]])
-        doubled = view.with_transform(lambda x: x[:, :2] * 2, 2)
+        doubled = view.with_transform(lambda x: x[:, :2] * 2, (2,))
         assert doubled.shape == (3, 2)
         assert np.array_equal(doubled.read(), data[[19, 3, 7]][:, :2] * 2)
 

@@ -72,6 +72,12 @@ def empty_stale(batch_graphs: int, cn: int, dim: int) -> Stale:
                  np.zeros(1, np.float32))
 
 
+def config_slots(g: PreparedGraph) -> int:
+    """Values per configurable node and config: the 18 layout slots, plus any derived slots
+    (``--mismatch-features``); tile batches carry a placeholder of the plain width."""
+    return int(g.cfg_feat.shape[-1]) if g.info.spec.per_node_configs else LAYOUT_SLOTS
+
+
 def config_arrays(items: list[Item], *, batch_graphs: int, configs: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(graph_cfg [B, C, Ft], target [B, C], valid [B, C]) of ``items``."""
@@ -113,7 +119,7 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
     senders = np.full(M, N - 1, np.int32)
     receivers = np.full(M, N - 1, np.int32)
     cfg_node = np.full(K, N - 1, np.int32)
-    cfg_feat = np.full((K, C if per_node else 1, LAYOUT_SLOTS), -1, np.int32)
+    cfg_feat = np.full((K, C if per_node else 1, config_slots(g0)), -1, np.int32)
     seg_graph = np.full(S, B, np.int32)
     n = m = k = 0
     for i, (slot, it, seg) in enumerate(segs):
@@ -128,7 +134,7 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
         if per_node and seg.cfg_pos.size:
             ks, cc = seg.cfg_pos.size, it.configs.size
             cfg_node[k:k + ks] = seg.cfg_local + n
-            values = rows[slot][:, seg.cfg_pos]                      # [cc, ks, LAYOUT_SLOTS]
+            values = rows[slot][:, seg.cfg_pos]                      # [cc, ks, slots]
             cfg_feat[k:k + ks, :cc] = values.transpose(1, 0, 2)
             k += ks
         seg_graph[i] = slot
@@ -160,7 +166,7 @@ def dummy_batch(g: PreparedGraph, *, batch_graphs: int, configs: int) -> Batch:
         np.full((n, g.layout_cat.shape[1]), -1, np.int32), z(n, np.int32), np.ones(n, np.float32),
         z(m, np.int32), z(m, np.int32), z(m, np.float32), np.ones(n, np.float32),
         np.ones(n, np.float32), z(m, np.float32), np.ones(n, np.float32), z(k, np.int32),
-        z(k, np.float32), np.full((k, configs if per_node else 1, LAYOUT_SLOTS), -1,
+        z(k, np.float32), np.full((k, configs if per_node else 1, config_slots(g)), -1,
                                   np.int32),
         z(1, np.int32), np.ones(1, np.float32), z((batch_graphs, configs, ft), np.float32),
         z((batch_graphs, configs), np.float32), np.ones((batch_graphs, configs), np.float32))

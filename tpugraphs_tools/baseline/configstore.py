@@ -50,7 +50,7 @@ class ConfigRows:
     base_shape: tuple[int, ...]
     rows: np.ndarray | None = None
     transform: Callable[[np.ndarray], np.ndarray] | None = None
-    width: int | None = None          # second dimension after ``transform``
+    tail: tuple[int, ...] | None = None   # dimensions after the first, after ``transform``
 
     @classmethod
     def of(cls, array: np.ndarray) -> ConfigRows:
@@ -69,18 +69,17 @@ class ConfigRows:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        tail = self.base_shape[1:]
-        if self.width is not None:
-            tail = (self.width, *tail[1:])
-        return (len(self), *tail)
+        return (len(self), *(self.tail if self.tail is not None else self.base_shape[1:]))
 
     def take(self, rows: np.ndarray) -> ConfigRows:
         """A view of ``rows`` (positions in this view); nothing is read."""
         rows = np.asarray(rows, np.int64)
         return replace(self, rows=self.rows[rows] if self.rows is not None else rows)
 
-    def with_transform(self, fn: Callable[[np.ndarray], np.ndarray], width: int) -> ConfigRows:
-        return replace(self, transform=fn, width=width)
+    def with_transform(self, fn: Callable[[np.ndarray], np.ndarray],
+                       tail: tuple[int, ...]) -> ConfigRows:
+        """Rows read through ``fn``, whose output rows have shape ``tail``."""
+        return replace(self, transform=fn, tail=tail)
 
     def __getitem__(self, index: np.ndarray) -> np.ndarray:
         """The rows at positions ``index`` of this view, read now."""

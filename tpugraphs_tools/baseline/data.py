@@ -27,6 +27,7 @@ class GraphInfo:
     collection: str           # training group: "layout", "tile", "layout/xla/default", ...
     program: str
     split: str | None
+    strategy: str | None = None   # how its configs were drawn ("default", "random"), if known
 
     @property
     def spec(self) -> Collection:
@@ -82,11 +83,17 @@ class TgtSource:
 
     def index(self) -> list[GraphInfo]:
         graphs = self.dataset.graphs()
+        strategies = self._strategies()
         out = []
         for row in graphs.select("graph_id", "collection", "program", "split").to_dicts():
             out.append(GraphInfo(row["graph_id"], row["collection"], row["collection"],
-                                 row["program"], row["split"]))
+                                 row["program"], row["split"], strategies.get(row["graph_id"])))
         return out
+
+    def _strategies(self) -> dict[str, str]:
+        """graph_id → the strategy of its non-default configs (one per graph: collect.run)."""
+        configs = self.dataset.table("configs").filter(~pl.col("is_default"))
+        return dict(configs.group_by("graph_id").agg(pl.col("strategy").first()).iter_rows())
 
     def num_copies(self, graph_id: str, count: int) -> np.ndarray | None:
         """int64 [count] per npz row (-1 unknown), read from the table parts that hold the
@@ -185,7 +192,9 @@ class TpuGraphsTreeSource:
             collection = hints.group or kind
             graph_id = f"{collection}/{path.stem}"
             self._files[graph_id] = path
-            out.append(GraphInfo(graph_id, kind, collection, path.stem, split))
+            strategy = collection.rsplit("/", 1)[-1]
+            out.append(GraphInfo(graph_id, kind, collection, path.stem, split,
+                                 strategy if strategy in ("default", "random") else None))
         if not out:
             raise DatasetError(f"{self.root}: no */{{train,valid,test}}/*.npz files (expected "
                                f"a TpuGraphs tree such as npz/layout/xla/default)")

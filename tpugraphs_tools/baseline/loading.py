@@ -110,7 +110,8 @@ class Loader:
 
     def fit_stats(self, fit_on: list[RawGraph]) -> FeatureStats:
         """Normalisation statistics of ``fit_on`` (the train graphs or views)."""
-        return FeatureStats.fit(fit_on, self.opts.prepare.pad_minus_one)
+        return FeatureStats.fit(fit_on, self.opts.prepare.pad_minus_one,
+                                self.opts.prepare.mismatch_features)
 
     def apply(self, raws: list[RawGraph], stats: FeatureStats) -> list[PreparedGraph]:
         """``raws`` normalised with ``stats`` (fitted here or read from a saved model)."""

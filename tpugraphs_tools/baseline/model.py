@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tpugraphs_tools.baseline.batching import LAYOUT_SLOTS, Batch, Stale
+from tpugraphs_tools.baseline.batching import Batch, Stale
 from tpugraphs_tools.format import OPCODE_NAMES, collection_of
 
 NUM_VALUES = 8  # layout values −1..6 → 0..7
@@ -88,7 +88,7 @@ class SegmentEncoder(nn.Module):
         if collection_of(c.kind).per_node_configs:
             cn = b.cfg_feat.shape[1]
             emb = values(jnp.clip(b.cfg_feat, -1, NUM_VALUES - 2) + 1)    # [K, C, slots, V]
-            emb = nn.Dense(c.hidden)(emb.reshape(*emb.shape[:2], LAYOUT_SLOTS * c.value_dim))
+            emb = nn.Dense(c.hidden)(emb.reshape(*emb.shape[:2], -1))        # slots × V
             emb = emb * b.cfg_mask[:, None, None]
             x = jnp.broadcast_to(x, (n, cn, c.hidden)).at[b.cfg_node].add(emb)
         layer = SageLayer if c.model == "sage" else GcnLayer

@@ -24,6 +24,7 @@ from tpugraphs_tools.baseline.features import (
 )
 from tpugraphs_tools.baseline.graphstore import Entry, EntryRef, digest
 from tpugraphs_tools.baseline.hlo_features import NUM_EXTRA, extra_features
+from tpugraphs_tools.baseline.mismatch import MISMATCH_SLOTS, MismatchCounter
 from tpugraphs_tools.features import NUM_NODE_FEATURES
 from tpugraphs_tools.format import TILE_CONFIG_WIDTH
 
@@ -32,6 +33,7 @@ from tpugraphs_tools.format import TILE_CONFIG_WIDTH
 class PrepareOptions:
     prune: bool = False
     pad_minus_one: bool = False     # node layout columns → categories with −1 padding
+    mismatch_features: bool = False  # layout: operand layout mismatch counts (mismatch.py)
     hlo_features: bool = False
     max_configs: int = 1000         # per graph, seeded subsample beyond this
     seed: int = 0
@@ -203,12 +205,14 @@ class FeatureStats:
     extra: Normalizer
     tile_config: Normalizer
     pad_minus_one: bool
+    mismatch_features: bool = False
 
     @classmethod
-    def fit(cls, train: list[RawGraph], pad_minus_one: bool) -> FeatureStats:
+    def fit(cls, train: list[RawGraph], pad_minus_one: bool,
+            mismatch_features: bool = False) -> FeatureStats:
         width_extra = train[0].extra.shape[1] if train else 0
         stats = cls(Normalizer.empty(NUM_NODE_FEATURES), Normalizer.empty(width_extra),
-                     Normalizer.empty(TILE_CONFIG_WIDTH), pad_minus_one)
+                     Normalizer.empty(TILE_CONFIG_WIDTH), pad_minus_one, mismatch_features)
         for g in train:
             stats.node.update(stats._node_columns(g.feat))
             stats.extra.update(g.extra)
@@ -218,8 +222,8 @@ class FeatureStats:
 
     def key(self) -> str:
         """Digest of everything in these statistics (graph cache keys)."""
-        return digest(self.pad_minus_one, *(a for n in (self.node, self.extra, self.tile_config)
-                                            for a in (n.lo, n.hi)))
+        arrays = (a for n in (self.node, self.extra, self.tile_config) for a in (n.lo, n.hi))
+        return digest(self.pad_minus_one, self.mismatch_features, *arrays)
 
     def _node_columns(self, feat: np.ndarray) -> np.ndarray:
         if not self.pad_minus_one:
@@ -272,8 +276,13 @@ def unflatten_segments(a: dict[str, np.ndarray]) -> list[Segment]:
 def prepared_configs(raw: RawGraph, stats: FeatureStats) -> ConfigRows:
     """``raw``'s config features as the model reads them (tile: normalised on read)."""
     if raw.info.spec.per_node_configs:
-        return raw.cfg_feat     # already int8 categories (configstore.layout_values)
-    return raw.cfg_feat.with_transform(stats.tile_config, stats.tile_config.width)
+        rows = raw.cfg_feat     # already int8 categories (configstore.layout_values)
+        if not stats.mismatch_features:
+            return rows
+        counter = MismatchCounter(raw.feat, np.asarray(raw.edges), np.asarray(raw.cfg_ids))
+        nc, slots = rows.shape[1:]
+        return rows.with_transform(counter, (nc, slots + MISMATCH_SLOTS))
+    return raw.cfg_feat.with_transform(stats.tile_config, (stats.tile_config.width,))
 
 
 def prepared_arrays(raw: RawGraph, stats: FeatureStats,

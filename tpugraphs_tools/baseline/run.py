@@ -65,6 +65,7 @@ class BaselineOptions:
     partition: str | None = None    # stored partition name (tgt datasets), e.g. metis-64
     holdout: str = "auto"           # auto (both when possible) | programs | configs
     holdout_share: float = DEFAULT_SHARE  # within-graph: held-out share of each graph's configs
+    train_strategy: str | None = None  # by-program: train only on graphs of this strategy
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -143,7 +144,8 @@ def by_program(raws: list[RawGraph], loader: Loader, opts: BaselineOptions,
                progress: Progress | None, split_method: str, defaults: dict[str, np.ndarray]
                ) -> tuple[Evaluation | None, str | None]:
     """Train on the train programs, score the valid/test programs; or why it cannot run."""
-    train = [r for r in raws if r.info.split == "train"]
+    train = [r for r in raws if r.info.split == "train"
+             and opts.train_strategy in (None, r.info.strategy)]
     held = [r for r in raws if r.info.split in EVAL_SPLITS]
     programs = {s: sorted({r.info.program for r in raws if r.info.split == s})
                 for s in ("train", "valid", "test")}

@@ -86,6 +86,7 @@ class SavedModel:
             "model": dataclasses.asdict(model_cfg), "options": options,
             "widths": format_widths(model_cfg.kind, int(stats.extra.lo.size)),
             "normalisation": {"pad_minus_one": stats.pad_minus_one,
+                              "mismatch_features": stats.mismatch_features,
                               "node": _normalizer_json(stats.node),
                               "extra": _normalizer_json(stats.extra),
                               "tile_config": _normalizer_json(stats.tile_config)}}
@@ -239,7 +240,8 @@ def load_model(path: str | Path) -> LoadedModel:
     norm = _require(doc, "normalisation", dict, sidecar)
     try:
         stats = FeatureStats(_normalizer_of(norm["node"]), _normalizer_of(norm["extra"]),
-                             _normalizer_of(norm["tile_config"]), bool(norm["pad_minus_one"]))
+                             _normalizer_of(norm["tile_config"]), bool(norm["pad_minus_one"]),
+                             bool(norm.get("mismatch_features", False)))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ModelFileError(f"unreadable statistics ({type(exc).__name__}: {exc})",
                              path=str(sidecar), key="normalisation") from None

@@ -23,7 +23,7 @@ from tpugraphs_tools.baseline.trivial import (
     raw_config_feat,
     signed_log,
 )
-from tpugraphs_tools.format import OPCODE_IDS
+from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH, OPCODE_IDS
 
 NAME = "gbdt"
 MISSING = ("gbdt ranker skipped: lightgbm is not installed "
@@ -57,7 +57,8 @@ def graph_features(g: PreparedGraph) -> np.ndarray:
 def config_features(g: PreparedGraph, default: np.ndarray | None) -> np.ndarray:
     """float [c, F] per config of the view (F fixed per kind; NaN where unknown)."""
     if g.info.spec.per_node_configs:
-        feat = g.cfg_feat.read()                         # int8 [c, nc, 18]
+        # the 18 format slots only: derived slots (--mismatch-features) read the graph
+        feat = g.cfg_feat.read()[..., :LAYOUT_CONFIG_WIDTH]    # int8 [c, nc, 18]
         c, nc, width = feat.shape
         values = np.arange(LAYOUT_MIN, LAYOUT_MAX + 1)
         counts = np.stack([(feat == v).mean(axis=1) if nc else np.zeros((c, width))

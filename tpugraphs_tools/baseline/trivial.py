@@ -14,6 +14,7 @@ import numpy as np
 
 from tpugraphs_tools.baseline.metrics import graph_metrics
 from tpugraphs_tools.baseline.prepare import PreparedGraph
+from tpugraphs_tools.format import LAYOUT_CONFIG_WIDTH
 
 
 def random_metrics(g: PreparedGraph, seed: int, draws: int = 10) -> dict[str, float]:
@@ -66,7 +67,7 @@ def signed_log(x: np.ndarray) -> np.ndarray:
 
 def raw_config_feat(g: PreparedGraph) -> np.ndarray:
     """The view's config features without the normalisation the model sees (tile)."""
-    return dataclasses.replace(g.cfg_feat, transform=None, width=None).read()
+    return dataclasses.replace(g.cfg_feat, transform=None, tail=None).read()
 
 
 def near_default_distance(feat: np.ndarray, default: np.ndarray) -> np.ndarray:
@@ -80,7 +81,7 @@ def config_heuristics(g: PreparedGraph, default: np.ndarray | None
     if default is None:
         return {}
     if g.info.spec.per_node_configs:
-        feat = g.cfg_feat.read()
+        feat = g.cfg_feat.read()[..., :LAYOUT_CONFIG_WIDTH]   # format slots, not derived
         if feat.shape[1:] != np.shape(default):
             return {}
         return {"non-default-slots": non_default_slots(feat, default).astype(np.float64)}

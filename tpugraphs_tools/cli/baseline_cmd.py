@@ -74,6 +74,12 @@ _COLUMNS = {
 @click.option("--prune", is_flag=True, help="Keep configurable nodes + direct neighbours.")
 @click.option("--pad-minus-one", is_flag=True,
               help="Node layout columns as −1-padded categories sharing the config embedding.")
+@click.option("--mismatch-features", is_flag=True,
+              help="Layout: count, per configurable node and config, the operands whose "
+              "layout differs from the one it asks for (where copies appear).")
+@click.option("--train-strategy", type=click.Choice(["default", "random"]), default=None,
+              help="By-program score: train only on graphs of this config strategy "
+              "(held-out graphs keep every strategy).")
 @click.option("--hlo-features", is_flag=True,
               help="Extra node features recomputed from the stored HLO (separate array).")
 @click.option("--cross-config-attention", is_flag=True,
@@ -94,7 +100,8 @@ def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data:
              lazy_configs: bool, gst: bool,
              segment_method: str, segment_nodes: int, partition: str | None,
              backprop_segments: int, keep_prob: float, finetune_epochs: int, prune: bool,
-             pad_minus_one: bool, hlo_features: bool, cross_config_attention: bool,
+             pad_minus_one: bool, mismatch_features: bool, train_strategy: str | None,
+             hlo_features: bool, cross_config_attention: bool,
              collection: str | None, holdout: str, holdout_share: float,
              report_path: str | None) -> None:
     """Train the reference model, rank held-out configs, compare with trivial rankers.
@@ -142,12 +149,13 @@ def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data:
         model=model, hidden=hidden, layers=layers,
         cross_config_attention=cross_config_attention, collection=collection,
         segment_method=segment_method, segment_nodes=segment_nodes, partition=partition,
-        holdout=holdout, holdout_share=holdout_share,
+        holdout=holdout, holdout_share=holdout_share, train_strategy=train_strategy,
         train=TrainConfig(epochs=epochs, lr=lr, loss=loss, configs_per_graph=configs_per_graph,
                           batch_graphs=batch_graphs, seed=seed, gst=gst,
                           backprop_segments=backprop_segments, keep_prob=keep_prob,
                           finetune_epochs=finetune_epochs),
         prepare=PrepareOptions(prune=prune, pad_minus_one=pad_minus_one,
+                               mismatch_features=mismatch_features,
                                hlo_features=hlo_features, max_configs=max_configs, seed=seed,
                                lazy_configs=lazy_configs))
     with terminal.status("baseline") as show:

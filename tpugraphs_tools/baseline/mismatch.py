@@ -1,0 +1,89 @@
+"""Where a layout config puts a node's layout against its operands': the copies XLA must insert.
+
+On XLA:CPU a layout config is slow mostly through the copies and transposes the compiler
+inserts where a tensor's layout differs from the one its consumer wants (docs/baseline.md,
+"What the data holds"). A GNN can learn this by comparing neighbours' config embeddings, but
+from a few dozen training graphs it rarely does; these two counts per configurable node and
+config spell it out (``--mismatch-features``, an ablation in bench/bench_baseline_cv.py):
+
+* ``input``: operands whose output layout differs from the layout the node's config asks for
+  its input (slot 1) — each needs a copy;
+* ``output``: operands whose output layout differs from the node's own output layout where
+  the config set either of them (a layout changed across an elementwise-like edge).
+
+A slot the config leaves at −1 (the compiler picks) counts as the node's default layout from
+its node features. Layouts of different rank are not compared. The counts are clipped to
+``MAX_COUNT`` and appended to the config slots as two more categories, so the model embeds them
+like any other slot value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpugraphs_tools.baseline.features import layout_categories
+
+MISMATCH_SLOTS = 2
+MAX_COUNT = 5          # counts share the slot value space (−1..6)
+_OUT, _IN = slice(0, 6), slice(6, 12)
+
+
+def operand_pairs(edges: np.ndarray, cfg_ids: np.ndarray, num_nodes: int) -> np.ndarray:
+    """int64 [P, 2]: (position in ``cfg_ids`` of a configurable consumer, node id of one of its
+    direct operands). ``edges`` rows are [consumer, operand] (TpuGraphs ``edge_index``)."""
+    position = np.full(num_nodes, -1, np.int64)
+    position[cfg_ids] = np.arange(cfg_ids.size)
+    if not edges.size:
+        return np.zeros((0, 2), np.int64)
+    consumer = position[edges[:, 0]]
+    keep = consumer >= 0
+    pairs = np.stack([consumer[keep], edges[keep, 1]], 1)
+    return np.unique(pairs, axis=0) if pairs.size else pairs.reshape(0, 2)
+
+
+class MismatchCounter:
+    """Appends the two mismatch counts to one graph's layout config rows (a ConfigRows
+    transform: int8 [r, nc, 18] → int8 [r, nc, 20])."""
+
+    def __init__(self, node_feat: np.ndarray, edges: np.ndarray, cfg_ids: np.ndarray) -> None:
+        n = node_feat.shape[0]
+        self.default = layout_categories(node_feat)                 # int32 [n, 6]
+        self.pairs = operand_pairs(edges, cfg_ids, n)
+        self.cfg_ids = cfg_ids
+        position = np.full(n, -1, np.int64)
+        position[cfg_ids] = np.arange(cfg_ids.size)
+        self.operand_position = position[self.pairs[:, 1]]         # −1: not configurable
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        r, nc = rows.shape[:2]
+        extra = np.zeros((r, nc, MISMATCH_SLOTS), np.int8)
+        if len(self.pairs):
+            k, w = self.pairs[:, 0], self.pairs[:, 1]
+            rows32 = rows.astype(np.int32)
+            consumer_out = _effective(rows32[:, k, _OUT], self.default[self.cfg_ids[k]])
+            operand_set = np.zeros((r, len(w), 6), np.int32) - 1
+            configurable = self.operand_position >= 0
+            operand_set[:, configurable] = rows32[:, self.operand_position[configurable], _OUT]
+            operand_out = _effective(operand_set, self.default[w])
+            wanted_in = rows32[:, k, _IN]
+            in_set = (wanted_in >= 0).any(-1)
+            in_differs = in_set & _differ(wanted_in, operand_out)
+            touched = (rows32[:, k, _OUT] >= 0).any(-1) | (operand_set >= 0).any(-1)
+            out_differs = touched & _differ(consumer_out, operand_out)
+            for slot, hit in enumerate((in_differs, out_differs)):
+                counts = np.zeros((r, nc), np.int64)
+                np.add.at(counts.T, k, hit.T.astype(np.int64))    # per consumer, per row
+                extra[..., slot] = np.minimum(counts, MAX_COUNT)
+        return np.concatenate([rows.astype(np.int8), extra], -1)
+
+
+def _effective(slot: np.ndarray, default: np.ndarray) -> np.ndarray:
+    """The slot where the config set it, else the node's default layout."""
+    unset = ~(slot >= 0).any(-1, keepdims=True)
+    return np.where(unset, np.broadcast_to(default, slot.shape), slot)
+
+
+def _differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Same rank (count of entries ≥ 0), some entry different."""
+    same_rank = (a >= 0).sum(-1) == (b >= 0).sum(-1)
+    return same_rank & (a >= 0).any(-1) & (a != b).any(-1)
