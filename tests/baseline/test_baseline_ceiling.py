@@ -9,7 +9,13 @@ import polars as pl
 import pytest
 from scipy import stats
 
-from tpugraphs_tools.store import Z95, graph_label_stats, headroom, noise_ceiling
+from tpugraphs_tools.store import (
+    Z95,
+    graph_label_stats,
+    headroom,
+    noise_ceiling,
+    shared_log_se,
+)
 
 
 def _ci(truth: np.ndarray, se: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -57,6 +63,34 @@ def test_sure_pair_ceiling_matches_a_simulation_over_the_disjoint_pairs() -> Non
     simulated = _simulated_tau(truth, se, draws=400, seed=1, sure=sure)
     assert ceiling.kendall_tau_sure == pytest.approx(simulated, abs=0.02)
     assert ceiling.kendall_tau_sure > ceiling.kendall_tau   # sure pairs are the clear ones
+
+
+def test_shared_default_noise_cancels_in_the_order_of_two_configs() -> None:
+    # every label is a ratio to the same default rounds: a per-rerun shift δ (the default's
+    # noise, SD s) hits all non-default labels at once and cannot reorder them; the A/A
+    # control (a copy of the default, own noise SD s too) has variance 2s², half of it shared
+    s = 0.01
+    truth = np.concatenate([[1.0], np.repeat([1.01, 1.03], 10)])   # the default first
+    se = np.r_[0.0, np.full(20, math.sqrt(2) * s)]                  # own ⊕ shared
+    low, high = _ci(truth, se)
+    rng = np.random.default_rng(3)
+    taus = []
+    for _ in range(400):
+        a, b = (np.log(truth) + np.r_[0.0, rng.normal(0, s, 20) - rng.normal(0, s)]
+                for _ in range(2))
+        taus.append(stats.kendalltau(a, b).statistic)
+    control = pl.DataFrame({"status": ["control"], "relative_to_default": [1.0],
+                            "relative_ci_low": [math.exp(-Z95 * math.sqrt(2) * s)],
+                            "relative_ci_high": [math.exp(Z95 * math.sqrt(2) * s)]})
+    shared = shared_log_se(control)
+    assert shared == pytest.approx(s)
+    with_shared = noise_ceiling(truth, low, high, shared)
+    independent = noise_ceiling(truth, low, high)
+    assert with_shared is not None and independent is not None
+    assert with_shared.kendall_tau == pytest.approx(float(np.mean(taus)), abs=0.02)
+    assert independent.kendall_tau < with_shared.kendall_tau - 0.05   # too pessimistic
+    # two controls (two timing batches share no default rounds): nothing is taken out
+    assert shared_log_se(pl.concat([control, control])) == 0.0
 
 
 def test_zero_noise_gives_one_and_huge_noise_gives_about_zero() -> None:

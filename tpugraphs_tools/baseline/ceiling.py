@@ -29,7 +29,8 @@ def graph_ceiling(g: PreparedGraph) -> dict[str, float] | None:
         return None
     runtime = g.runtime.read()
     factors = g.label_ci.read()          # CI as factors of the label
-    ceiling = noise_ceiling(runtime, runtime * factors[:, 0], runtime * factors[:, 1])
+    ceiling = noise_ceiling(runtime, runtime * factors[:, 0], runtime * factors[:, 1],
+                            g.info.label_shared_se)
     return None if ceiling is None else ceiling.to_json()
 
 

@@ -16,6 +16,7 @@ import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import SPLITS, Collection, Kind, collection_of, tree_hints
+from tpugraphs_tools.store import shared_log_se
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class GraphInfo:
     program: str
     split: str | None
     strategy: str | None = None   # how its configs were drawn ("default", "random"), if known
+    label_shared_se: float = 0.0  # log-scale SD its labels share (store.shared_log_se)
 
     @property
     def spec(self) -> Collection:
@@ -83,17 +85,19 @@ class TgtSource:
 
     def index(self) -> list[GraphInfo]:
         graphs = self.dataset.graphs()
-        strategies = self._strategies()
+        configs = self.dataset.table("configs")
+        # the strategy of a graph's non-default configs (one per graph: collect.run)
+        strategies = dict(configs.filter(~pl.col("is_default")).group_by("graph_id")
+                          .agg(pl.col("strategy").first()).iter_rows())
+        shared = ({gid: shared_log_se(rows) for (gid,), rows in
+                   configs.filter(pl.col("status") == "control").group_by("graph_id")}
+                  if "status" in configs.columns else {})
         out = []
         for row in graphs.select("graph_id", "collection", "program", "split").to_dicts():
-            out.append(GraphInfo(row["graph_id"], row["collection"], row["collection"],
-                                 row["program"], row["split"], strategies.get(row["graph_id"])))
+            gid = row["graph_id"]
+            out.append(GraphInfo(gid, row["collection"], row["collection"], row["program"],
+                                 row["split"], strategies.get(gid), shared.get(gid, 0.0)))
         return out
-
-    def _strategies(self) -> dict[str, str]:
-        """graph_id → the strategy of its non-default configs (one per graph: collect.run)."""
-        configs = self.dataset.table("configs").filter(~pl.col("is_default"))
-        return dict(configs.group_by("graph_id").agg(pl.col("strategy").first()).iter_rows())
 
     def num_copies(self, graph_id: str, count: int) -> np.ndarray | None:
         """int64 [count] per npz row (-1 unknown), read from the table parts that hold the

@@ -13,6 +13,7 @@ from tpugraphs_tools.store.label_stats import (
     headroom,
     log_se,
     noise_ceiling,
+    shared_log_se,
 )
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, jax_versions, now, sha256_file
 from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir, to_arrow_table
@@ -23,6 +24,7 @@ __all__ = [
     "WORK_DIR", "Z95", "Dataset", "Headroom", "NoiseCeiling", "Part", "TableInfo", "Transaction",
     "arrow_schema", "disjoint_pairs", "graph_label_stats", "graph_to_networkx", "headroom",
     "jax_versions", "load_schema", "log_se", "make_graph_id", "networkx_to_arrays",
-    "noise_ceiling", "now", "parts_for_key", "schema_dir", "sha256_file", "table_info",
+    "noise_ceiling", "now", "parts_for_key", "schema_dir", "sha256_file", "shared_log_se",
+    "table_info",
     "to_arrow_table", "write_npz",
 ]
