@@ -91,6 +91,16 @@ def test_shared_default_noise_cancels_in_the_order_of_two_configs() -> None:
     assert independent.kendall_tau < with_shared.kendall_tau - 0.05   # too pessimistic
     # two controls (two timing batches share no default rounds): nothing is taken out
     assert shared_log_se(pl.concat([control, control])) == 0.0
+    # graph_label_stats (tgt report, headroom) reads the control among the graph's rows
+    rows = pl.DataFrame({"status": ["ok"] * truth.size, "is_default": [True] + [False] * 20,
+                         "relative_to_default": truth, "relative_ci_low": low,
+                         "relative_ci_high": high})
+    alone = graph_label_stats(rows)[0]
+    with_control = graph_label_stats(pl.concat([rows, control.with_columns(
+        is_default=pl.lit(False))], how="diagonal"))[0]
+    assert alone is not None and with_control is not None
+    assert alone.kendall_tau == pytest.approx(independent.kendall_tau)
+    assert with_control.kendall_tau == pytest.approx(with_shared.kendall_tau)
 
 
 def test_zero_noise_gives_one_and_huge_noise_gives_about_zero() -> None:

@@ -35,17 +35,20 @@ class PooledCeiling:
 
 
 def label_stats(graphs: pl.DataFrame, configs: pl.LazyFrame) -> list[GraphLabels]:
-    """One entry per graph with ok labelled configs (controls are not configs)."""
+    """One entry per graph with ok labelled configs (controls are not configs, but the
+    ceiling reads the shared part of the label errors from them)."""
     present = set(configs.collect_schema().names())
     if "relative_to_default" not in present:
         return []
     columns = [c for c in ("graph_id", "status", "is_default", *LABEL_COLUMNS) if c in present]
     rows = configs.select(columns).filter(
-        (pl.col("status") == "ok") & pl.col("relative_to_default").is_not_null()
+        pl.col("status").is_in(["ok", "control"]) & pl.col("relative_to_default").is_not_null()
     ).collect(engine="streaming")
     programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
     out = []
     for (graph_id,), group in sorted(rows.partition_by("graph_id", as_dict=True).items()):
+        if not (group["status"] == "ok").any():
+            continue
         ceiling, room = graph_label_stats(group)
         out.append(GraphLabels(str(graph_id), str(programs_of.get(graph_id, "?")), ceiling,
                                room))
