@@ -22,7 +22,7 @@ from scipy import stats
 
 from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.summary import LabelQuality
-from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM, StopReason
+from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM, ConfigResult, StopReason
 
 EXTRA_STATUSES = (CONTROL, REPEAT)  # rows after the configs, never in the npz
 WINDOW_CONFIDENCE = 0.8
@@ -44,6 +44,34 @@ def ci_quantile(low: float | None, high: float | None, log_se: float | None) -> 
     if not low or not high or not log_se or not math.isfinite(high) or log_se <= 0:
         return None
     return (math.log(high) - math.log(low)) / 2 / log_se
+
+
+def measured_columns(result: ConfigResult) -> dict[str, Any]:
+    """The configs.parquet columns a measurement result fills, the same for layout and tile
+    rows (``collect/layout.py``, ``collect/tile_labels.py``); the rest say what was tried."""
+    timing, default = result.timing, result.default_timing
+    paired = result.stop_reason is not None
+    return {
+        "runtime_min_ns": timing.min_ns if timing else None,
+        "runtime_median_ns": timing.median_ns if timing else None,
+        "runtime_cv": timing.cv if timing else None,
+        "repeats": timing.repeats if timing else None,
+        "default_runtime_ns": (default.median_ns if paired else default.min_ns)
+        if default else None,
+        "relative_to_default": result.relative_to_default,
+        "relative_ci_low": result.relative_ci_low,
+        "relative_ci_high": result.relative_ci_high,
+        "rounds": result.rounds,
+        "stop_reason": None if result.stop_reason is None else StopReason(result.stop_reason),
+        "window_sd": None,
+        "process_sd": result.process_sd,
+        "runs_per_sample": result.runs_per_sample,
+        "max_abs_error": result.max_abs_error,
+        "compile_seconds": result.compile_seconds,
+        "measure_seconds": result.measure_seconds,
+        "error_message": result.error,
+        "ci_t": ci_quantile(result.relative_ci_low, result.relative_ci_high, result.log_se),
+    }
 
 
 def _row_t(row: ConfigRow) -> float | None:

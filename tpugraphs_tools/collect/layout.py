@@ -16,7 +16,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,8 +24,8 @@ from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.collect.journal import JournalHeader
 from tpugraphs_tools.collect.labels import (
     EXTRA_STATUSES,
-    ci_quantile,
     label_quality,
+    measured_columns,
     reference_row,
     widen_by_windows,
 )
@@ -81,10 +81,8 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
          result: ConfigResult, extra: bool = False) -> ConfigRow:
     """The configs.parquet row of one config's result (``extra``: a control/repeat row
     after the configs, which is never the default and names the config it re-timed)."""
-    timing, default = result.timing, result.default_timing
     realized = result.realized
-    paired = result.stop_reason is not None
-    return {
+    return cast(ConfigRow, {
         "config_index": index, "strategy": opts.strategy, "seed": opts.seed,
         "is_default": config.is_default and not extra, "status": Status(result.status),
         "config": json.dumps(config.to_json(space), sort_keys=True),
@@ -94,26 +92,8 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
         "optimized_fingerprint": realized.get("fingerprint") if realized else None,
         "duplicate_of": result.repeat_of if extra else result.duplicate_of,
         "npz_row": None,
-        "runtime_min_ns": timing.min_ns if timing else None,
-        "runtime_median_ns": timing.median_ns if timing else None,
-        "runtime_cv": timing.cv if timing else None,
-        "repeats": timing.repeats if timing else None,
-        "default_runtime_ns": (default.median_ns if paired else default.min_ns)
-        if default else None,
-        "relative_to_default": result.relative_to_default,
-        "relative_ci_low": result.relative_ci_low,
-        "relative_ci_high": result.relative_ci_high,
-        "rounds": result.rounds,
-        "stop_reason": None if result.stop_reason is None else StopReason(result.stop_reason),
-        "window_sd": None,
-        "process_sd": result.process_sd,
-        "runs_per_sample": result.runs_per_sample,
-        "max_abs_error": result.max_abs_error,
-        "compile_seconds": result.compile_seconds,
-        "measure_seconds": result.measure_seconds,
-        "error_message": result.error,
-        "ci_t": ci_quantile(result.relative_ci_low, result.relative_ci_high, result.log_se),
-    }
+        **measured_columns(result),
+    })
 
 
 def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,

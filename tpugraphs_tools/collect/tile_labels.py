@@ -17,13 +17,13 @@ import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from tpugraphs_tools.collect.labels import (
-    ci_quantile,
     label_quality,
+    measured_columns,
     reference_row,
     widen_by_windows,
 )
@@ -37,7 +37,6 @@ from tpugraphs_tools.measure import (
     ConfigResult,
     MeasureOptions,
     Status,
-    StopReason,
 )
 
 STRATEGY = "kernel-sweep"
@@ -49,10 +48,9 @@ def tile_row(index: int, config: KernelConfig, opts: MeasureOptions, result: Con
     label, are set once the kernel's ok configs are known: :func:`kernel_arrays`).
     ``extra``: a control/repeat row after the configs, never the default, naming the config it
     re-timed in ``duplicate_of``."""
-    timing, default = result.timing, result.default_timing
     realized = {**(result.realized or {}), **facts}
     paired = result.stop_reason is not None
-    return {
+    return cast(ConfigRow, {
         "config_index": index, "strategy": STRATEGY, "seed": opts.seed,
         "is_default": config.is_default and not extra, "status": Status(result.status),
         "config": config.to_json(),
@@ -62,26 +60,10 @@ def tile_row(index: int, config: KernelConfig, opts: MeasureOptions, result: Con
         "optimized_fingerprint": realized.get("fingerprint"),
         "duplicate_of": result.repeat_of if extra else result.duplicate_of,
         "npz_row": None,
-        "runtime_min_ns": timing.min_ns if timing else None,
-        "runtime_median_ns": timing.median_ns if timing else None,
-        "runtime_cv": timing.cv if timing else None,
-        "repeats": timing.repeats if timing else None,
-        "default_runtime_ns": (default.median_ns if paired else default.min_ns)
-        if default else None,
-        "relative_to_default": result.relative_to_default,
-        "relative_ci_low": result.relative_ci_low,
-        "relative_ci_high": result.relative_ci_high,
-        "rounds": result.rounds,
-        "stop_reason": None if result.stop_reason is None else StopReason(result.stop_reason),
-        "window_sd": None,
-        "process_sd": result.process_sd,
-        "runs_per_sample": result.runs_per_sample,
-        "max_abs_error": result.max_abs_error,
-        "compile_seconds": result.compile_seconds,
+        **measured_columns(result),
+        # the fixed tile engine's time per config is not comparable: left out
         "measure_seconds": result.measure_seconds if paired else None,
-        "error_message": result.error,
-        "ci_t": ci_quantile(result.relative_ci_low, result.relative_ci_high, result.log_se),
-    }
+    })
 
 
 def is_paired(rows: Sequence[ConfigRow]) -> bool:
