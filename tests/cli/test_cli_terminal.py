@@ -103,3 +103,17 @@ def test_abort_prints_one_error_line_and_exits_with_the_code() -> None:
         term.abort("bad input in f.npz", code=3)
     assert exited.value.code == 3
     assert err.getvalue() == "error: bad input in f.npz\n" and out.getvalue() == ""
+
+
+def test_ctrl_c_gives_one_line_and_exit_code_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    term, out, err = _plain()
+    monkeypatch.setattr(_common, "terminal", term)
+
+    @_common.handle_errors
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as exited:
+        interrupted()
+    assert exited.value.code == 130
+    assert err.getvalue() == f"error: {_common.INTERRUPTED}\n" and out.getvalue() == ""

@@ -170,8 +170,15 @@ def print_pairs_apart(apart: int, pairs: int) -> None:
                        f"{apart}/{pairs} ({100 * apart / pairs:.0f}%)")
 
 
+# writes are transactions (docs/format.md): an interrupt leaves the last commit, never half a
+# file; a collection journals each config, so the same command goes on where it stopped
+INTERRUPTED = ("interrupted: what was committed is kept, nothing half-written; "
+               "run the same command again to resume a collection")
+
+
 def handle_errors(fn: F) -> F:
-    """Turn tgt's typed errors into a one-line red message and exit code 1 (no traceback)."""
+    """Turn tgt's typed errors into a one-line red message and exit code 1, and Ctrl-C into
+    one line and exit code 130 (no traceback either way)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -179,6 +186,8 @@ def handle_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except TgtError as exc:
             terminal.abort(str(exc))
+        except KeyboardInterrupt:
+            terminal.abort(INTERRUPTED, code=130)
 
     return wrapper  # type: ignore[return-value]
 

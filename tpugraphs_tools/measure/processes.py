@@ -51,7 +51,10 @@ def worker_context() -> Any:
 
 
 def die_with_parent() -> None:
-    """Linux: deliver SIGKILL to this process when its parent exits (no-op elsewhere)."""
+    """Linux: deliver SIGKILL to this process when its parent exits (no-op elsewhere). Ctrl-C
+    reaches the whole foreground process group: a worker ignores it and the parent, which
+    stops its workers on the way out, reports it once (cli handle_errors)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
