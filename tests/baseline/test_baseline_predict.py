@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from tpugraphs_tools.baseline import (
     BaselineOptions,
     PreparedGraph,
+    PrepareOptions,
     TrainConfig,
     Trainer,
     graph_metrics,
@@ -151,22 +152,24 @@ def test_predict_reproduces_held_out_configs_of_the_within_graph_model(
         _assert_same_metrics(graph_metrics(g.runtime[held], g.score[held]), row)
 
 
-@pytest.mark.parametrize("case", ["tile", "layout-gst"])
+@pytest.mark.parametrize("case", ["tile", "layout-gst", "layout-mismatch"])
 def test_predict_reproduces_tile_and_gst_models(tmp_path: Path, case: str) -> None:
     """Tile models normalise config features with saved statistics; GST models embed a graph
-    as the mean of its segments: both must come back as the evaluation had them."""
+    as the mean of its segments; mismatch models recompute their extra config slots: each
+    must come back as the evaluation had it."""
     root = tmp_path / case
     tile = case == "tile"
     write_synthetic_dataset(root, programs=1, graphs_per_program=2, nodes=(30, 40), configs=8,
                             collection="tile" if tile else "layout")
-    train = TrainConfig(epochs=2, lr=0.03, configs_per_graph=4, batch_graphs=2, gst=not tile)
+    gst = case == "layout-gst"
+    train = TrainConfig(epochs=2, lr=0.03, configs_per_graph=4, batch_graphs=2, gst=gst)
     (scores,) = _train_recording(root, BaselineOptions(
         hidden=8, layers=1, holdout="configs", segment_method="contiguous", segment_nodes=12,
-        train=train))
+        train=train, prepare=PrepareOptions(mismatch_features=case == "layout-mismatch")))
     kind = "tile" if tile else "layout"
     stem = root / "baseline" / f"model-{kind}-within-graph"
     sidecar = json.loads(stem.with_suffix(".json").read_text())
-    assert sidecar["options"]["train"]["gst"] is (not tile)
+    assert sidecar["options"]["train"]["gst"] is gst
     prediction = predict_dataset(root, stem.with_suffix(".msgpack"))
     assert prediction.kind == kind and len(prediction.graphs) == 2
     for g in prediction.graphs:
