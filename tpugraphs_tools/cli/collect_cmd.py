@@ -109,7 +109,10 @@ def _run(request: Any, executor: str, address: str | None) -> Any:
     if executor == "ray":
         from tpugraphs_tools.collect import collect_with_ray
 
-        return collect_with_ray(request, address=address, progress=terminal.print)
+        # what runs is drawn like local progress (not when piped); lost tasks always show
+        with terminal.status("collect (ray)") as show:
+            return collect_with_ray(request, address=address, progress=show,
+                                    notice=lambda line: terminal.warnings([line]))
     from tpugraphs_tools.collect import bar_lines
     from tpugraphs_tools.collect import collect as run_collect
 
@@ -138,7 +141,7 @@ def _print_summary(summary: Any) -> None:
 def _print_rate(summary: Any) -> None:
     """Labels per minute: this run's ok labels over its wall time (resumed rows not counted)."""
     if summary.labels_per_minute is None:
-        return  # the Ray executor does not time its runs
+        return  # no wall time (a summary built without running)
     minutes = summary.wall_seconds / 60
     if not summary.labels:  # e.g. every graph already complete
         terminal.print(f"labels per minute: - (no ok labels measured in this run; {minutes:.1f} "

@@ -17,6 +17,7 @@ Runtimes are only comparable between identical nodes: use one node type per data
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -42,7 +43,7 @@ from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs,
 from tpugraphs_tools.errors import CollectError
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.measure import MeasureOptions, WorkerError
+from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError
 from tpugraphs_tools.store import Dataset
 
 
@@ -100,10 +101,13 @@ def measure_chunk(text: str, opts: MeasureOptions, indices: list[int]) -> list[C
 
 def collect_with_ray(request: CollectRequest, address: str | None = None,
                      chunk_size: int = 16, num_cpus: float = 2, max_attempts: int = 3,
-                     progress: Callable[[str], None] = lambda _m: None) -> CollectSummary:
+                     progress: Callable[[str], None] = lambda _m: None,
+                     notice: Callable[[str], None] | None = None) -> CollectSummary:
     """Collect ``request`` on the Ray cluster at ``address`` (or the one already joined);
     each chunk of ``chunk_size`` configs is one task asking for ``num_cpus`` CPUs, submitted
-    at most ``max_attempts`` times when its worker or node is lost."""
+    at most ``max_attempts`` times when its worker or node is lost. ``progress`` gets what is
+    running; ``notice`` (default: ``progress``) the lost and resubmitted tasks, which a user
+    should see even when the progress is not drawn."""
     try:
         import ray
     except ImportError:
@@ -113,8 +117,12 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(num_cpus=num_cpus, max_retries=0)(measure_chunk)
+    started = time.monotonic()
     with no_empty_out(request.out):
-        return _collect(ray, remote, request, chunk_size, max_attempts, progress, started_here)
+        summary = _collect(ray, remote, request, chunk_size, max_attempts, progress,
+                           notice or progress, started_here)
+    summary.wall_seconds = time.monotonic() - started
+    return summary
 
 
 def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
@@ -142,7 +150,7 @@ def _ranges(indices: list[int]) -> str:
 
 def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
              max_attempts: int, progress: Callable[[str], None],
-             started_here: bool) -> CollectSummary:
+             notice: Callable[[str], None], started_here: bool) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     summary = CollectSummary(dataset=str(request.out))
     lost = _lost_errors(ray)
@@ -183,12 +191,13 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
                         f"measured graphs are committed; rerun to continue): "
                         f"{_one_line(exc)}") from None
                 chunk.attempt += 1
-                progress(f"{chunk.describe()}: task lost ({_one_line(exc)}); resubmitted, "
+                notice(f"{chunk.describe()}: task lost ({_one_line(exc)}); resubmitted, "
                          f"attempt {chunk.attempt} of {max_attempts}")
                 submit(chunk)
                 continue
             graph_id = chunk.graph_id
             state = graphs[graph_id]
+            summary.labels += sum(1 for row in rows if row["status"] == OK)
             for row in rows:
                 if row["status"] in EXTRA_STATUSES:
                     row["config_index"] = next_control_index(state.rows, len(state.configs))
