@@ -16,7 +16,7 @@ import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import SPLITS, Collection, Kind, collection_of, tree_hints
-from tpugraphs_tools.store import shared_log_se
+from tpugraphs_tools.store import LABEL_COLUMNS, shared_log_se
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,16 @@ class TgtSource:
 
     def index(self) -> list[GraphInfo]:
         graphs = self.dataset.graphs()
-        configs = self.dataset.table("configs")
+        configs = self.dataset.scan("configs")    # two narrow queries, not the whole table
         # the strategy of a graph's non-default configs (one per graph: collect.run)
         strategies = dict(configs.filter(~pl.col("is_default")).group_by("graph_id")
-                          .agg(pl.col("strategy").first()).iter_rows())
-        shared = ({gid: shared_log_se(rows) for (gid,), rows in
-                   configs.filter(pl.col("status") == "control").group_by("graph_id")}
-                  if "status" in configs.columns else {})
+                          .agg(pl.col("strategy").first()).collect().iter_rows())
+        shared: dict[str, float] = {}
+        if set(LABEL_COLUMNS) <= set(configs.collect_schema().names()):
+            controls = configs.filter(pl.col("status") == "control").select(
+                "graph_id", "status", *LABEL_COLUMNS).collect()
+            shared = {gid: shared_log_se(rows)
+                      for (gid,), rows in controls.group_by("graph_id")}
         out = []
         for row in graphs.select("graph_id", "collection", "program", "split").to_dicts():
             gid = row["graph_id"]
