@@ -12,8 +12,8 @@ ceiling; each ablation changes one thing and scores the model only, on the same 
     attention      --cross-config-attention (Kaggle 1st place)
 
 Intervals are 95% t intervals over the seeds' own means (a seed is one split), so two methods
-can be compared by whether their intervals overlap. Results are saved after every run
-(``--save``; ``--resume`` skips the runs already there).
+can be compared by whether their intervals overlap. Each run is its own process, and its
+results are saved the moment it ends (``--save``; ``--resume`` skips the runs already there).
 
     python bench/bench_baseline_cv.py bench/out/reference --seeds 0,1,2,3,4 --write
 """
@@ -25,6 +25,7 @@ import dataclasses
 import json
 import math
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -238,6 +239,15 @@ def main() -> int:
         for variant in variants:
             key = f"{variant}/{seed}"
             if key in done["runs"]:
+                continue
+            if len(seeds) * len(variants) > 1:
+                # one process per run: in one long process XLA:CPU's compiled code piles up
+                # until LLVM fails with "Cannot allocate memory" (seen after 7 runs)
+                subprocess.run([sys.executable, __file__, str(args.data), "--seeds", str(seed),
+                                "--variants", variant, "--epochs", str(args.epochs),
+                                "--save", str(save), "--resume"],
+                               check=True, stdout=subprocess.DEVNULL)
+                done = json.loads(save.read_text())
                 continue
             start = time.perf_counter()
             try:
