@@ -177,13 +177,14 @@ def verdicts(layout: list[dict], tile: list[dict]) -> list[str]:
 
 
 def label_summary(data: Path) -> str:
-    """How sure the dataset's labels are (share of config pairs with disjoint CIs, median CI,
-    A/A controls), per collection and strategy."""
+    """How sure the dataset's labels are and where its headroom lies, per collection and
+    strategy: pairs with disjoint CIs, median CI, A/A controls, the noise ceiling, and how
+    many graphs have a config faster than the default (surely: its CI below 1)."""
     import numpy as np
     import polars as pl
 
     from tpugraphs_tools.collect.labels import separated_pairs
-    from tpugraphs_tools.store import Dataset
+    from tpugraphs_tools.store import Dataset, graph_label_stats
 
     dataset = Dataset.open(data)
     kinds = dict(dataset.graphs().select("graph_id", "collection").iter_rows())
@@ -191,26 +192,39 @@ def label_summary(data: Path) -> str:
     strategy = dict(configs.filter(~pl.col("is_default")).group_by("graph_id")
                     .agg(pl.col("strategy").first()).iter_rows())
     groups: dict[str, dict[str, list]] = {}
-    for r in configs.to_dicts():
-        key = f"{kinds.get(r['graph_id'])}, {strategy.get(r['graph_id'])}"
-        group = groups.setdefault(key, {"cis": {}, "half": [], "controls": []})
-        if r["status"] == "control":
-            group["controls"].append(r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"])
-        if r["status"] != "ok" or r["relative_ci_low"] is None:
-            continue
-        ci = (1.0, 1.0) if r["is_default"] else (r["relative_ci_low"], r["relative_ci_high"])
-        group["cis"].setdefault(r["graph_id"], []).append(ci)
-        if not r["is_default"]:
-            group["half"].append((ci[1] - ci[0]) / 2 / r["relative_to_default"])
+    for (graph_id,), rows in configs.group_by("graph_id"):
+        key = f"{kinds.get(graph_id)}, {strategy.get(graph_id)}"
+        group = groups.setdefault(key, {"cis": [], "half": [], "controls": [], "stats": []})
+        group["stats"].append(graph_label_stats(rows))
+        cis = []
+        for r in rows.to_dicts():
+            if r["status"] == "control":
+                group["controls"].append(r["relative_ci_low"] <= 1.0 <= r["relative_ci_high"])
+            if r["status"] != "ok" or r["relative_ci_low"] is None:
+                continue
+            ci = (1.0, 1.0) if r["is_default"] else (r["relative_ci_low"], r["relative_ci_high"])
+            cis.append(ci)
+            if not r["is_default"]:
+                group["half"].append((ci[1] - ci[0]) / 2 / r["relative_to_default"])
+        group["cis"].append(cis)
     lines = ["| collection, strategy | graphs | pairs with disjoint CIs | median CI ± | "
-             "A/A controls holding 1.0 |", "|---|---:|---:|---:|---:|"]
+             "A/A controls holding 1.0 | noise ceiling τ | graphs with a config faster than "
+             "the default (surely) | median fastest ÷ default |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for key, g in sorted(groups.items()):
-        pairs = sum(len(c) * (len(c) - 1) // 2 for c in g["cis"].values())
-        sure = sum(separated_pairs(*zip(*c, strict=True)) for c in g["cis"].values())
+        pairs = sum(len(c) * (len(c) - 1) // 2 for c in g["cis"])
+        sure = sum(separated_pairs(*zip(*c, strict=True)) for c in g["cis"] if c)
         median = 100 * float(np.median(g["half"])) if g["half"] else math.nan
+        ceilings = [c.kendall_tau for c, _ in g["stats"] if c is not None]
+        rooms = [r for _, r in g["stats"] if r is not None]
+        faster = sum(r.fastest < 1 for r in rooms)
+        surely = sum(r.fastest_high is not None and r.fastest_high < 1 for r in rooms)
+        fastest = statistics.median(r.fastest for r in rooms) if rooms else math.nan
         lines.append(f"| {key} | {len(g['cis'])} | {sure:,}/{pairs:,} "
                      f"({100 * sure / max(pairs, 1):.0f}%) | ±{median:.1f}% | "
-                     f"{sum(g['controls'])}/{len(g['controls'])} |")
+                     f"{sum(g['controls'])}/{len(g['controls'])} | "
+                     f"{statistics.fmean(ceilings) if ceilings else math.nan:.3f} | "
+                     f"{faster}/{len(rooms)} ({surely}) | {fastest:.3f} |")
     return "\n".join(lines)
 
 
