@@ -16,7 +16,7 @@ from tpugraphs_tools.baseline import (
     run_baseline,
 )
 from tpugraphs_tools.baseline.data import TgtSource
-from tpugraphs_tools.baseline.mismatch import MismatchCounter, operand_pairs
+from tpugraphs_tools.baseline.mismatch import DefaultDiff, MismatchCounter, operand_pairs
 from tpugraphs_tools.baseline.synthetic import write_synthetic_dataset
 
 
@@ -94,3 +94,33 @@ def test_train_strategy_keeps_only_that_strategy_in_training(tmp_path: Path) -> 
                            train=TrainConfig(epochs=1, configs_per_graph=4, seed=0))
     with pytest.raises(NothingToScore):
         run_baseline(tmp_path / "ds", opts)     # no graph of that strategy to train on
+
+
+def test_default_slots_count_the_slots_unlike_the_default_configs() -> None:
+    default = np.full((2, 18), -1, np.int8)
+    default[0, :2] = [1, 0]
+    rows = np.full((3, 2, 18), -1, np.int8)
+    rows[1, 0, :2] = [0, 1]                      # output changed
+    rows[2, 0, :2] = [0, 1]
+    rows[2, 0, 6:8] = [0, 1]                     # and input
+    rows[2, 1, 12:14] = [1, 0]                   # kernel of the second node
+    rows[0, 0, :2] = [1, 0]                      # the default itself
+    out = DefaultDiff(default)(rows)
+    assert out.shape == (3, 2, 19) and (out[..., :18] == rows).all()
+    assert out[..., 18].tolist() == [[0, 0], [1, 0], [2, 1]]
+    # unknown default (an official tree): −1, the "unknown" category
+    assert (DefaultDiff(None)(rows)[..., 18] == -1).all()
+
+
+def test_default_slots_reach_the_model(tmp_path: Path) -> None:
+    write_synthetic_dataset(tmp_path / "ds", programs=6, graphs_per_program=1, nodes=(30, 30),
+                            configs=10, cfg_ranks=(2, 2), seed=4)
+    opts = BaselineOptions(
+        hidden=16, layers=1, holdout="programs",
+        train=TrainConfig(epochs=1, configs_per_graph=8, batch_graphs=2, seed=0),
+        prepare=PrepareOptions(mismatch_features=True, default_slots=True))
+    evaluation = run_baseline(tmp_path / "ds", opts).collections["layout"].evaluations[
+        "by-program"]
+    assert evaluation.model is not None
+    assert evaluation.model.sidecar["normalisation"]["default_slots"] is True
+    assert all("model" in g.methods for g in evaluation.per_graph)

@@ -152,7 +152,8 @@ def test_predict_reproduces_held_out_configs_of_the_within_graph_model(
         _assert_same_metrics(graph_metrics(g.runtime[held], g.score[held]), row)
 
 
-@pytest.mark.parametrize("case", ["tile", "layout-gst", "layout-mismatch"])
+@pytest.mark.parametrize("case", ["tile", "layout-gst", "layout-mismatch",
+                                  "layout-default-slots"])
 def test_predict_reproduces_tile_and_gst_models(tmp_path: Path, case: str) -> None:
     """Tile models normalise config features with saved statistics; GST models embed a graph
     as the mean of its segments; mismatch models recompute their extra config slots: each
@@ -165,7 +166,8 @@ def test_predict_reproduces_tile_and_gst_models(tmp_path: Path, case: str) -> No
     train = TrainConfig(epochs=2, lr=0.03, configs_per_graph=4, batch_graphs=2, gst=gst)
     (scores,) = _train_recording(root, BaselineOptions(
         hidden=8, layers=1, holdout="configs", segment_method="contiguous", segment_nodes=12,
-        train=train, prepare=PrepareOptions(mismatch_features=case == "layout-mismatch")))
+        train=train, prepare=PrepareOptions(mismatch_features=case == "layout-mismatch",
+                                             default_slots=case == "layout-default-slots")))
     kind = "tile" if tile else "layout"
     stem = root / "baseline" / f"model-{kind}-within-graph"
     sidecar = json.loads(stem.with_suffix(".json").read_text())

@@ -16,6 +16,7 @@ import numpy as np
 
 from tpugraphs_tools.baseline.configstore import ConfigCache
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource
+from tpugraphs_tools.baseline.defaults import default_row
 from tpugraphs_tools.baseline.graphstore import LRU_GRAPHS, GraphStore, Stored, digest
 from tpugraphs_tools.baseline.prepare import (
     RAW_ARRAYS,
@@ -65,6 +66,8 @@ class Loader:
                 notes.append(f"{info.graph_id}: no measured configs, skipped")
                 continue
             notes.extend(f"{info.graph_id}: {w}" for w in raw.warnings)
+            if self.opts.prepare.default_slots and info.spec.per_node_configs:
+                raw.default_row = default_row(self.source, info, self.configs)
             raws.append(raw)
         return raws, notes
 
@@ -111,7 +114,8 @@ class Loader:
     def fit_stats(self, fit_on: list[RawGraph]) -> FeatureStats:
         """Normalisation statistics of ``fit_on`` (the train graphs or views)."""
         return FeatureStats.fit(fit_on, self.opts.prepare.pad_minus_one,
-                                self.opts.prepare.mismatch_features)
+                                self.opts.prepare.mismatch_features,
+                                self.opts.prepare.default_slots)
 
     def apply(self, raws: list[RawGraph], stats: FeatureStats) -> list[PreparedGraph]:
         """``raws`` normalised with ``stats`` (fitted here or read from a saved model)."""

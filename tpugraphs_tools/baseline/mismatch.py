@@ -24,6 +24,8 @@ import numpy as np
 from tpugraphs_tools.baseline.features import layout_categories
 
 MISMATCH_SLOTS = 2
+DEFAULT_SLOTS = 1
+SLOT_WIDTH = 6         # values per layout slot (output, input, kernel)
 MAX_COUNT = 5          # counts share the slot value space (−1..6)
 _OUT, _IN = slice(0, 6), slice(6, 12)
 
@@ -87,3 +89,22 @@ def _differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Same rank (count of entries ≥ 0), some entry different."""
     same_rank = (a >= 0).sum(-1) == (b >= 0).sum(-1)
     return same_rank & (a >= 0).any(-1) & (a != b).any(-1)
+
+
+class DefaultDiff:
+    """Appends, per configurable node and config, the number of its slots that differ from
+    the default config's (a ConfigRows transform: int8 [r, nc, w] → [r, nc, w + 1]; the
+    first 18 columns are the format's slots, any further ones are left alone)."""
+
+    def __init__(self, default: np.ndarray | None) -> None:
+        self.default = None if default is None else np.asarray(default, np.int8)
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        r, nc = rows.shape[:2]
+        if self.default is None or self.default.shape != (nc, 3 * SLOT_WIDTH):
+            extra = np.full((r, nc, DEFAULT_SLOTS), -1, np.int8)
+        else:
+            slots = rows[..., :3 * SLOT_WIDTH].reshape(r, nc, 3, SLOT_WIDTH)
+            base = self.default.reshape(1, nc, 3, SLOT_WIDTH)
+            extra = (slots != base).any(-1).sum(-1, keepdims=True).astype(np.int8)
+        return np.concatenate([rows.astype(np.int8), extra], -1)

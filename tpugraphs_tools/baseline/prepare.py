@@ -9,6 +9,7 @@ graph cache and read per batch (loading.py), so only sizes and config row views 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,12 @@ from tpugraphs_tools.baseline.features import (
 )
 from tpugraphs_tools.baseline.graphstore import Entry, EntryRef, digest
 from tpugraphs_tools.baseline.hlo_features import NUM_EXTRA, extra_features
-from tpugraphs_tools.baseline.mismatch import MISMATCH_SLOTS, MismatchCounter
+from tpugraphs_tools.baseline.mismatch import (
+    DEFAULT_SLOTS,
+    MISMATCH_SLOTS,
+    DefaultDiff,
+    MismatchCounter,
+)
 from tpugraphs_tools.features import NUM_NODE_FEATURES
 from tpugraphs_tools.format import TILE_CONFIG_WIDTH
 
@@ -34,6 +40,7 @@ class PrepareOptions:
     prune: bool = False
     pad_minus_one: bool = False     # node layout columns → categories with −1 padding
     mismatch_features: bool = False  # layout: operand layout mismatch counts (mismatch.py)
+    default_slots: bool = False      # layout: per node, its slots unlike the default config's
     hlo_features: bool = False
     max_configs: int = 1000         # per graph, seeded subsample beyond this
     seed: int = 0
@@ -57,6 +64,7 @@ class RawGraph:
     num_nodes: int
     warnings: list[str] = field(default_factory=list)
     label_ci: ConfigRows | None = None   # float64 [c, 2] CI / label (tgt paired labels)
+    default_row: np.ndarray | None = None  # the default config's layout values [nc, 18]
 
     @property
     def opcode(self) -> np.ndarray:              # int32 [n]
@@ -206,13 +214,15 @@ class FeatureStats:
     tile_config: Normalizer
     pad_minus_one: bool
     mismatch_features: bool = False
+    default_slots: bool = False
 
     @classmethod
-    def fit(cls, train: list[RawGraph], pad_minus_one: bool,
-            mismatch_features: bool = False) -> FeatureStats:
+    def fit(cls, train: list[RawGraph], pad_minus_one: bool, mismatch_features: bool = False,
+            default_slots: bool = False) -> FeatureStats:
         width_extra = train[0].extra.shape[1] if train else 0
         stats = cls(Normalizer.empty(NUM_NODE_FEATURES), Normalizer.empty(width_extra),
-                     Normalizer.empty(TILE_CONFIG_WIDTH), pad_minus_one, mismatch_features)
+                     Normalizer.empty(TILE_CONFIG_WIDTH), pad_minus_one, mismatch_features,
+                     default_slots)
         for g in train:
             stats.node.update(stats._node_columns(g.feat))
             stats.extra.update(g.extra)
@@ -223,7 +233,7 @@ class FeatureStats:
     def key(self) -> str:
         """Digest of everything in these statistics (graph cache keys)."""
         arrays = (a for n in (self.node, self.extra, self.tile_config) for a in (n.lo, n.hi))
-        return digest(self.pad_minus_one, self.mismatch_features, *arrays)
+        return digest(self.pad_minus_one, self.mismatch_features, self.default_slots, *arrays)
 
     def _node_columns(self, feat: np.ndarray) -> np.ndarray:
         if not self.pad_minus_one:
@@ -277,12 +287,28 @@ def prepared_configs(raw: RawGraph, stats: FeatureStats) -> ConfigRows:
     """``raw``'s config features as the model reads them (tile: normalised on read)."""
     if raw.info.spec.per_node_configs:
         rows = raw.cfg_feat     # already int8 categories (configstore.layout_values)
-        if not stats.mismatch_features:
-            return rows
-        counter = MismatchCounter(raw.feat, np.asarray(raw.edges), np.asarray(raw.cfg_ids))
+        steps: list[Callable[[np.ndarray], np.ndarray]] = []
         nc, slots = rows.shape[1:]
-        return rows.with_transform(counter, (nc, slots + MISMATCH_SLOTS))
+        if stats.mismatch_features:
+            steps.append(MismatchCounter(raw.feat, np.asarray(raw.edges),
+                                         np.asarray(raw.cfg_ids)))
+            slots += MISMATCH_SLOTS
+        if stats.default_slots:
+            steps.append(DefaultDiff(raw.default_row))
+            slots += DEFAULT_SLOTS
+        if not steps:
+            return rows
+        return rows.with_transform(_chain(steps), (nc, slots))
     return raw.cfg_feat.with_transform(stats.tile_config, (stats.tile_config.width,))
+
+
+def _chain(steps: list[Callable[[np.ndarray], np.ndarray]]
+           ) -> Callable[[np.ndarray], np.ndarray]:
+    def run(rows: np.ndarray) -> np.ndarray:
+        for step in steps:
+            rows = step(rows)
+        return rows
+    return run
 
 
 def prepared_arrays(raw: RawGraph, stats: FeatureStats,

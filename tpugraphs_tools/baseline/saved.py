@@ -87,6 +87,7 @@ class SavedModel:
             "widths": format_widths(model_cfg.kind, int(stats.extra.lo.size)),
             "normalisation": {"pad_minus_one": stats.pad_minus_one,
                               "mismatch_features": stats.mismatch_features,
+                              "default_slots": stats.default_slots,
                               "node": _normalizer_json(stats.node),
                               "extra": _normalizer_json(stats.extra),
                               "tile_config": _normalizer_json(stats.tile_config)}}
@@ -241,7 +242,8 @@ def load_model(path: str | Path) -> LoadedModel:
     try:
         stats = FeatureStats(_normalizer_of(norm["node"]), _normalizer_of(norm["extra"]),
                              _normalizer_of(norm["tile_config"]), bool(norm["pad_minus_one"]),
-                             bool(norm.get("mismatch_features", False)))
+                             bool(norm.get("mismatch_features", False)),
+                             bool(norm.get("default_slots", False)))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise ModelFileError(f"unreadable statistics ({type(exc).__name__}: {exc})",
                              path=str(sidecar), key="normalisation") from None

@@ -77,6 +77,9 @@ _COLUMNS = {
 @click.option("--mismatch-features", is_flag=True,
               help="Layout: count, per configurable node and config, the operands whose "
               "layout differs from the one it asks for (where copies appear).")
+@click.option("--default-slots", is_flag=True,
+              help="Layout: per configurable node and config, how many of its slots differ "
+              "from the default config's (what the non-default-slots ranker counts).")
 @click.option("--train-strategy", type=click.Choice(["default", "random"]), default=None,
               help="By-program score: train only on graphs of this config strategy "
               "(held-out graphs keep every strategy).")
@@ -100,7 +103,8 @@ def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data:
              lazy_configs: bool, gst: bool,
              segment_method: str, segment_nodes: int, partition: str | None,
              backprop_segments: int, keep_prob: float, finetune_epochs: int, prune: bool,
-             pad_minus_one: bool, mismatch_features: bool, train_strategy: str | None,
+             pad_minus_one: bool, mismatch_features: bool, default_slots: bool,
+             train_strategy: str | None,
              hlo_features: bool, cross_config_attention: bool,
              collection: str | None, holdout: str, holdout_share: float,
              report_path: str | None) -> None:
@@ -156,6 +160,7 @@ def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data:
                           finetune_epochs=finetune_epochs),
         prepare=PrepareOptions(prune=prune, pad_minus_one=pad_minus_one,
                                mismatch_features=mismatch_features,
+                               default_slots=default_slots,
                                hlo_features=hlo_features, max_configs=max_configs, seed=seed,
                                lazy_configs=lazy_configs))
     with terminal.status("baseline") as show:
