@@ -7,6 +7,8 @@ ceiling; each ablation changes one thing and scores the model only, on the same 
 
     default-only   train on `default`-strategy graphs only (held-out graphs keep both)
     mismatch       --mismatch-features: operands whose layout differs from the one asked for
+    default-slots  --default-slots: per node, its slots unlike the default config's
+    mismatch+default-slots   both
     prune          --prune: configurable nodes and their neighbours only (Kaggle 1st place)
     pad-minus-one  --pad-minus-one: node layouts as −1-padded categories (Kaggle 1st place)
     attention      --cross-config-attention (Kaggle 1st place)
@@ -46,6 +48,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "model": {},
     "default-only": {"train_strategy": "default"},
     "mismatch": {"prepare": {"mismatch_features": True}},
+    "default-slots": {"prepare": {"default_slots": True}},
+    "mismatch+default-slots": {"prepare": {"mismatch_features": True, "default_slots": True}},
     "prune": {"prepare": {"prune": True}},
     "pad-minus-one": {"prepare": {"pad_minus_one": True}},
     "attention": {"cross_config_attention": True},
