@@ -133,9 +133,10 @@ class MeasureOptions:
         "looks and never before every loaded copy was timed 5 times.", group=EXPERT)
     budget_seconds: float | None = _option(
         None, "Paired engine: timed seconds a graph may spend, all processes together "
-        "(opt-in, not yet benchmarked): split over its batches and processes; configs whose "
-        "CI still overlaps the default or a neighbour get the rounds first, the rest stop "
-        "with stop_reason budget. Default: no budget.", group=EXPERT, minimum=0.0,
+        "(opt-in; 15 on resnet18 tiny: 2.7x the fixed engine, docs/timing.md): split over "
+        "its batches and processes; configs whose CI still overlaps the default or a "
+        "neighbour get the rounds first, the rest stop with stop_reason budget. Default: "
+        "no budget.", group=EXPERT, minimum=0.0,
         kind=float)
     max_kernels: int | None = _option(
         None, "Tile collection: keep at most this many distinct kernels per program.",

@@ -1,5 +1,6 @@
 """Racing and a per-graph timing budget for the paired engine (``--race``,
-``--budget-seconds``; opt-in: neither is benchmarked yet, so both are off by default).
+``--budget-seconds``; both opt-in. The budget is benchmarked on resnet18 tiny only, racing
+not yet: docs/timing.md).
 
 **Racing.** Without it, the paired engine asks whether a config is separated only at its
 ×1.5 looks (``StopRule.is_look``), so a config that parted from its neighbours at round 420
