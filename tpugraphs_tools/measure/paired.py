@@ -80,7 +80,8 @@ class StopRule:
     # to it (or 1.0, the default) keeps going to this half-width: time goes where ranks are
     # uncertain. None: the target alone.
     rank_precision: float | None = None
-    # Opt-in (measure/racing.py; the budget is benchmarked on resnet18 tiny only). ``race``: separation is asked after
+    # Opt-in (measure/racing.py; only the budget is benchmarked, on resnet18 tiny).
+    # ``race``: separation is asked after
     # every round from ``race_start`` on, on a confidence sequence (valid over all looks),
     # instead of at the looks. ``budget_seconds``: timed seconds this batch may spend (the
     # parent's share of the graph's budget); None: no budget.
