@@ -10,6 +10,7 @@ import pytest
 
 from tpugraphs_tools.baseline import (
     BaselineOptions,
+    Evaluation,
     NothingToScore,
     PrepareOptions,
     TrainConfig,
@@ -70,15 +71,19 @@ def test_layouts_of_other_rank_are_not_compared() -> None:
     assert out[0, 0, 18] == 0
 
 
-def test_option_reaches_the_model_and_a_saved_model(tmp_path: Path) -> None:
-    write_synthetic_dataset(tmp_path / "ds", programs=6, graphs_per_program=1, nodes=(30, 30),
-                            configs=10, cfg_ranks=(2, 2), seed=3)
+def _one_epoch(root: Path, seed: int, prepare: PrepareOptions) -> Evaluation:
+    """The by-program evaluation of a one-epoch model on a small synthetic dataset."""
+    write_synthetic_dataset(root, programs=6, graphs_per_program=1, nodes=(30, 30),
+                            configs=10, cfg_ranks=(2, 2), seed=seed)
     opts = BaselineOptions(
         hidden=16, layers=1, holdout="programs",
         train=TrainConfig(epochs=1, configs_per_graph=8, batch_graphs=2, seed=0),
-        prepare=PrepareOptions(mismatch_features=True))
-    report = run_baseline(tmp_path / "ds", opts)
-    evaluation = report.collections["layout"].evaluations["by-program"]
+        prepare=prepare)
+    return run_baseline(root, opts).collections["layout"].evaluations["by-program"]
+
+
+def test_option_reaches_the_model_and_a_saved_model(tmp_path: Path) -> None:
+    evaluation = _one_epoch(tmp_path / "ds", 3, PrepareOptions(mismatch_features=True))
     assert evaluation.model is not None
     sidecar = evaluation.model.sidecar
     assert sidecar["normalisation"]["mismatch_features"] is True
@@ -113,14 +118,8 @@ def test_default_slots_count_the_slots_unlike_the_default_configs() -> None:
 
 
 def test_default_slots_reach_the_model(tmp_path: Path) -> None:
-    write_synthetic_dataset(tmp_path / "ds", programs=6, graphs_per_program=1, nodes=(30, 30),
-                            configs=10, cfg_ranks=(2, 2), seed=4)
-    opts = BaselineOptions(
-        hidden=16, layers=1, holdout="programs",
-        train=TrainConfig(epochs=1, configs_per_graph=8, batch_graphs=2, seed=0),
-        prepare=PrepareOptions(mismatch_features=True, default_slots=True))
-    evaluation = run_baseline(tmp_path / "ds", opts).collections["layout"].evaluations[
-        "by-program"]
+    evaluation = _one_epoch(tmp_path / "ds", 4,
+                            PrepareOptions(mismatch_features=True, default_slots=True))
     assert evaluation.model is not None
     assert evaluation.model.sidecar["normalisation"]["default_slots"] is True
     assert all("model" in g.methods for g in evaluation.per_graph)
