@@ -117,7 +117,8 @@ def test_a_corrupted_tile_ci_fails_validate_naming_column_and_row(paired_ds, tmp
     i = target["row"]
     edit_table(root, "configs", lambda t: set_cell(t, "relative_ci_high", i,
                                                    target["relative_to_default"] * 0.5))
-    out = CliRunner().invoke(main, ["validate", str(root)])
+    # wide enough that the findings table never wraps a name (the tmp path's length varies)
+    out = CliRunner(env={"COLUMNS": "300"}).invoke(main, ["validate", str(root)])
     assert out.exit_code == 1, out.output
     assert "relative_ci_invalid" in out.output and "relative_ci_low" in out.output
     report = validate_path(root)
