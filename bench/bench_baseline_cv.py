@@ -243,6 +243,9 @@ def main() -> int:
     parser.add_argument("--save", type=Path, default=None,
                         help="JSON of every held-out record [default: DATA/../<name>-cv.json]")
     parser.add_argument("--resume", action="store_true", help="skip runs already in --save")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: tables from the runs in --save (each method shows "
+                        "its own number of seeds)")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -251,13 +254,14 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     save = args.save or args.data.parent / f"{args.data.name}-cv.json"
-    done: dict[str, Any] = json.loads(save.read_text()) if args.resume and save.exists() \
+    done: dict[str, Any] = json.loads(save.read_text()) \
+        if (args.resume or args.report_only) and save.exists() \
         else {"runs": {}, "records": []}
     strategies = {i.graph_id: i.strategy for i in TgtSource(args.data).index()}
     for seed in seeds:
         for variant in variants:
             key = f"{variant}/{seed}"
-            if key in done["runs"]:
+            if key in done["runs"] or args.report_only:
                 continue
             if len(seeds) * len(variants) > 1:
                 # one process per run: in one long process XLA:CPU's compiled code piles up
