@@ -1,10 +1,11 @@
 """Where a layout config puts a node's layout against its operands': the copies XLA must insert.
 
-On XLA:CPU a layout config is slow mostly through the copies and transposes the compiler
+On XLA:CPU a layout config is slow largely through the copies and transposes the compiler
 inserts where a tensor's layout differs from the one its consumer wants (docs/baseline.md,
-"What the data holds"). A GNN can learn this by comparing neighbours' config embeddings, but
-from a few dozen training graphs it rarely does; these two counts per configurable node and
-config spell it out (``--mismatch-features``, an ablation in bench/bench_baseline_cv.py):
+"The reference dataset"; the counts follow the inserted copies: bench/bench_mismatch.py).
+A GNN can learn this by comparing neighbours' config embeddings, but from a few dozen
+training graphs it rarely does; these two counts per configurable node and config spell it
+out (``--mismatch-features``, an ablation in bench/bench_baseline_cv.py):
 
 * ``input``: operands whose output layout differs from the layout the node's config asks for
   its input (slot 1) — each needs a copy;
@@ -30,11 +31,17 @@ MAX_COUNT = 5          # counts share the slot value space (−1..6)
 _OUT, _IN = slice(0, 6), slice(6, 12)
 
 
+def config_positions(cfg_ids: np.ndarray, num_nodes: int) -> np.ndarray:
+    """int64 [n]: each node's position in ``cfg_ids``, −1 for nodes without a config."""
+    position = np.full(num_nodes, -1, np.int64)
+    position[cfg_ids] = np.arange(cfg_ids.size)
+    return position
+
+
 def operand_pairs(edges: np.ndarray, cfg_ids: np.ndarray, num_nodes: int) -> np.ndarray:
     """int64 [P, 2]: (position in ``cfg_ids`` of a configurable consumer, node id of one of its
     direct operands). ``edges`` rows are [consumer, operand] (TpuGraphs ``edge_index``)."""
-    position = np.full(num_nodes, -1, np.int64)
-    position[cfg_ids] = np.arange(cfg_ids.size)
+    position = config_positions(cfg_ids, num_nodes)
     if not edges.size:
         return np.zeros((0, 2), np.int64)
     consumer = position[edges[:, 0]]
@@ -52,9 +59,8 @@ class MismatchCounter:
         self.default = layout_categories(node_feat)                 # int32 [n, 6]
         self.pairs = operand_pairs(edges, cfg_ids, n)
         self.cfg_ids = cfg_ids
-        position = np.full(n, -1, np.int64)
-        position[cfg_ids] = np.arange(cfg_ids.size)
-        self.operand_position = position[self.pairs[:, 1]]         # −1: not configurable
+        # −1: the operand has no config (its layout is its default)
+        self.operand_position = config_positions(cfg_ids, n)[self.pairs[:, 1]]
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         r, nc = rows.shape[:2]

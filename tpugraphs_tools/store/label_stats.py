@@ -30,7 +30,7 @@ Z95 = 1.959963984540054   # the normal 95% quantile: CI half-width (log scale) �
 _BLOCK = 512              # rows of the pair matrix computed at once (memory ∝ _BLOCK · c)
 MAX_CONFIGS = 2000        # beyond this a graph's ceiling is the mean over a sample's pairs
 # a pair's spread keeps at least this share of its variance after the shared part is removed
-# (a guard against a control CI wider than the configs'; it did not bind on the reruns)
+# (a guard against a control CI wider than the configs')
 MIN_OWN_SHARE = 0.1
 SAMPLE_SEED = 0
 
