@@ -117,3 +117,15 @@ def test_ctrl_c_gives_one_line_and_exit_code_130(monkeypatch: pytest.MonkeyPatch
         interrupted()
     assert exited.value.code == 130
     assert err.getvalue() == f"error: {_common.INTERRUPTED}\n" and out.getvalue() == ""
+
+
+@pytest.mark.parametrize(("columns", "width"), [("300", 300), (None, 132), ("abc", 132),
+                                                 ("10", 132)])
+def test_piped_output_width_follows_a_set_columns(monkeypatch, columns, width):
+    """Piped output is 132 columns wide unless the user set a sane COLUMNS."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    assert Terminal().console.width == width

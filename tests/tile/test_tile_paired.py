@@ -8,6 +8,7 @@ asserts (the machine is shared).
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -117,10 +118,12 @@ def test_a_corrupted_tile_ci_fails_validate_naming_column_and_row(paired_ds, tmp
     i = target["row"]
     edit_table(root, "configs", lambda t: set_cell(t, "relative_ci_high", i,
                                                    target["relative_to_default"] * 0.5))
-    # wide enough that the findings table never wraps a name (the tmp path's length varies)
-    out = CliRunner(env={"COLUMNS": "300"}).invoke(main, ["validate", str(root)])
+    # the JSON report: a rich table may fold a name at any terminal width CI gives it
+    out = CliRunner().invoke(main, ["validate", str(root), "--json"])
     assert out.exit_code == 1, out.output
-    assert "relative_ci_invalid" in out.output and "relative_ci_low" in out.output
+    cli_findings = json.loads(out.output)["findings"]
+    assert any(f["check"] == "dataset.relative_ci_invalid" and f["key"] == "relative_ci_low"
+               for f in cli_findings), cli_findings
     report = validate_path(root)
     (finding,) = [f for f in report.findings if f.check == "dataset.relative_ci_invalid"]
     assert finding.index == i and finding.key == "relative_ci_low"  # low above high

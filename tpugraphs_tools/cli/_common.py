@@ -6,6 +6,7 @@ Commands never import each other; what two of them share lives here.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,18 @@ class BarRow(Protocol):
     def text(self) -> str: ...
 
 
+def _piped_width() -> int | None:
+    """Rich falls back to 80 columns when output is piped; tables of ids need more.
+
+    A ``COLUMNS`` the user set wins (``COLUMNS=300 tgt validate data/ | less``); a terminal
+    sizes itself.
+    """
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) >= 40 else 132
+
+
 class Terminal:
     """Every line the CLI shows: results on stdout, warnings and errors on stderr.
 
@@ -50,8 +63,7 @@ class Terminal:
     """
 
     def __init__(self, out: Console | None = None, err: Console | None = None) -> None:
-        # Rich falls back to 80 columns when output is piped; tables of ids need more.
-        self.console = out or Console(width=None if sys.stdout.isatty() else 132)
+        self.console = out or Console(width=_piped_width())
         self.err_console = err or Console(stderr=True)
 
     @property
