@@ -49,6 +49,8 @@ def test_fixed_engine_times_the_default_alone_then_rotating_rounds() -> None:
     items = [TimedItem(ConfigResult(i, OK), [f"c{i}"], b"") for i in (1, 2)]
     runs.clear()
     loaded = engine.load(items)
+    assert runs == []                                   # loading runs nothing
+    engine.warm(loaded)
     assert runs == ["default", "c1", "c2"]              # warm-up - 1 (the check ran once)
     labelled = engine.label(Batch([]), loaded, items)
     assert [r.index for r in labelled] == [1, 2]
@@ -75,9 +77,14 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
     [control] = engine.extras()
     assert control.result.status == CONTROL and control.blob == b"D"
     items = [TimedItem(ConfigResult(1, OK), ["checked"], b"c1"), control]
+    runs.clear()
     loaded = engine.load(items)
     copies = default.spec.stop.copies
     assert len(loaded.defaults) == copies and [len(c) for c in loaded.items] == [copies] * 2
+    every_copy = 3 * copies                             # the default, c1 and the control
+    assert len(runs) == every_copy                      # one cold run of each copy on load
+    engine.warm(loaded)
+    assert len(runs) == 2 * every_copy                  # then warmup (1) passes
     assert items[0].executables == ["c1"] * copies      # reloaded from the serialized form
     labelled = engine.label(Batch([], runs_per_sample=2), loaded, items)
     assert engine.runs_per_sample == 2                  # another process's k is used

@@ -96,6 +96,22 @@ class Batch:
     # the processes that timed this batch before estimate it (replicas.partial_between); None
     # before two have. Rounds stop once they cannot narrow a CI that this term holds up.
     process_var: float | None = None
+    # Paired engine with several processes: check and load the batch, answer "loaded", and
+    # time it only on a :class:`Go`. Every process loads at once (the CPUs are free then);
+    # the timing stays one process after another.
+    hold: bool = False
+
+
+@dataclass(frozen=True)
+class Go:
+    """Time the batch a worker loaded on hold, with what the processes before it settled
+    (``Batch.runs_per_sample``, ``pause``, ``process_var``); ``cancel`` drops it untimed (the
+    batch failed in another process)."""
+
+    pause: list[int] = field(default_factory=list)
+    runs_per_sample: int | None = None
+    process_var: float | None = None
+    cancel: bool = False
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from tpugraphs_tools.measure.messages import (
     Batch,
     Compiled,
     DefaultInfo,
+    Go,
     Job,
     SessionSpec,
     WorkerError,
@@ -82,6 +83,7 @@ class PipelinedMeasurer:
         self.spread = ProcessSpread()
         self._measures: list[WorkerProcess | None] = [None] * self.processes
         self._phase = 0
+        self._holding: set[int] = set()  # processes holding a loaded batch (``_preload``)
         self._compilers: list[WorkerProcess] = []
 
     # -- worker management ---------------------------------------------------------------
@@ -164,7 +166,7 @@ class PipelinedMeasurer:
                 state.todo.clear()
             self._feed_compilers(state)
             if not state.batch and (state.singles or state.compiled):
-                self._send_batch(state, context)
+                self._send_batch(state, context, on_result)
             ready = self._wait(state)
             if ready is None:
                 continue
@@ -196,10 +198,11 @@ class PipelinedMeasurer:
                 state.compiling[slot] = Compiling(job, time.monotonic())
                 in_flight += 1
 
-    def _send_batch(self, state: RunState,
-                    context: Callable[[], list[tuple[float, float]]]) -> None:
+    def _send_batch(self, state: RunState, context: Callable[[], list[tuple[float, float]]],
+                    on_result: OnResult) -> None:
         """Send the next batch to the first measurement process: a config retried alone, a
-        full batch, or what is left once nothing is compiling."""
+        full batch, or what is left once nothing is compiling. With several processes, every
+        process loads it first, all at once (``_preload``)."""
         done_compiling = not state.todo and not state.compiling
         if state.singles:
             state.batch = [state.singles.popleft()]
@@ -216,8 +219,51 @@ class PipelinedMeasurer:
                                   self._pause_list(), context(), budget_seconds=share,
                                   process_var=earlier)
             self._phase, state.timed_by = 0, []
-            self._measurer.conn.send(state.message)
+            if self.processes > 1:
+                if not self._preload(state, on_result):
+                    return
+                self._holding.discard(0)
+                self._measurer.conn.send(Go(state.message.pause,
+                                            process_var=state.message.process_var))
+            else:
+                self._measurer.conn.send(state.message)
             state.batch_started = time.monotonic()
+
+    def _preload(self, state: RunState, on_result: OnResult) -> bool:
+        """Every measurement process checks and loads the batch at once, then holds it until
+        its turn to time it (a ``Go``). Loading is most of a process's non-timed work (the
+        copies' deserialization and first runs): done side by side it uses the CPUs the
+        one-at-a-time timing leaves idle. False: a process died or hung loading; the batch
+        failed as a timing failure would (its configs retried alone)."""
+        message = replace(state.message, hold=True)
+        for measure in self._measures:
+            assert measure is not None
+            measure.conn.send(message)
+        deadline = time.monotonic() + self.opts.timeout_s * (len(state.batch) + 1)
+        failed: dict[int, tuple[str, str]] = {}
+        for phase, measure in enumerate(self._measures):
+            assert measure is not None
+            if not measure.conn.poll(max(0.0, deadline - time.monotonic())):
+                failed[phase] = (TIMEOUT, f"no batch loaded within {self.opts.timeout_s:.0f}"
+                                          " s per config; worker killed")
+                continue
+            try:
+                measure.conn.recv()
+            except (EOFError, ConnectionError):
+                failed[phase] = (CRASH, measure.exit_description())
+                continue
+            self._holding.add(phase)
+        if not failed:
+            return True
+        first = min(failed)
+        for phase in failed:
+            if phase != first:
+                self._respawn(phase)
+        self._phase = first
+        status, why = failed[first]
+        self._measure_failed(state.batch, why, status, state.singles, on_result)
+        state.batch = []
+        return False
 
     def _wait(self, state: RunState) -> Sequence[object] | None:
         """Wait for a worker's message or the nearest deadline; None when nothing is out."""
@@ -283,10 +329,10 @@ class PipelinedMeasurer:
             self._phase += 1
             k = next((r.runs_per_sample for r in results if r.runs_per_sample), None)
             # the compile workers alive now (any replaced since the first)
-            state.message = replace(state.message, runs_per_sample=k,
-                                    pause=self._pause_list(),
-                                    process_var=partial_between(state.timed_by, self.spread))
-            self._measurer.conn.send(state.message)
+            self._holding.discard(self._phase)
+            self._measurer.conn.send(Go(self._pause_list(), runs_per_sample=k,
+                                        process_var=partial_between(state.timed_by,
+                                                                    self.spread)))
             state.batch_started = time.monotonic()
             return
         self._phase = 0
@@ -342,8 +388,23 @@ class PipelinedMeasurer:
         self._compilers[slot] = self._new_compiler()
         self.restarts += int(restart)
 
+    def _respawn(self, slot: int) -> None:
+        """Replace the measurement process in ``slot`` (dead or hung) with a fresh one."""
+        measure = self._measures[slot]
+        assert measure is not None
+        measure.kill()
+        self._holding.discard(slot)
+        self._spawn_measure(slot)
+        self._await_measure(slot)
+        self.restarts += 1
+
     def _measure_failed(self, batch: list[Compiled], message: str, status: str,
                         singles: deque[Compiled], on_result: OnResult) -> None:
+        for slot in self._holding - {self._phase}:  # loaded this batch: drop it untimed
+            measure = self._measures[slot]
+            assert measure is not None
+            measure.conn.send(Go(cancel=True))
+        self._holding.clear()
         self._measurer.kill()
         # A worker killed mid-round may have left the compile workers stopped.
         signal_all([p.pid for p in self._compilers], signal.SIGCONT)

@@ -21,8 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tpugraphs_tools import _xla_compat as X
-from tpugraphs_tools.measure.engines import DefaultProgram, Engine, TimedItem, make_engine
-from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Job, SessionSpec
+from tpugraphs_tools.measure.engines import (
+    DefaultProgram,
+    Engine,
+    LoadedBatch,
+    TimedItem,
+    make_engine,
+)
+from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Go, Job, SessionSpec
 from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
@@ -192,36 +198,58 @@ def _check_item(item: Compiled, check: _NumericsCheck, crash_runs: set[int]
     return TimedItem(ConfigResult.of(item, OK, max_abs_error=error), [exe], item.executable)
 
 
-def _time_items(message: Batch, engine: Engine, items: list[TimedItem]
-                ) -> tuple[list[ConfigResult], float]:
-    """Load and warm up ``items``, label them with the compile workers stopped: their results
-    in item order, and the seconds the compile workers were stopped."""
-    loaded = engine.load(items)
-    stop = time.perf_counter()
-    signal_all(message.pause, signal.SIGSTOP)
-    try:
-        labelled = engine.label(message, loaded, items)
-    finally:
-        signal_all(message.pause, signal.SIGCONT)
-        paused = time.perf_counter() - stop if message.pause else 0.0
-    return [dataclasses.replace(r, status=REPEAT) if r.repeat_of is not None else r
-            for r in labelled], paused
+@dataclass
+class _Loaded:
+    """A batch checked and loaded, waiting to be timed (at once, or on a ``Go``)."""
+
+    message: Batch
+    checked: list[ConfigResult | TimedItem]   # item order, the engine's extras last
+    items: list[TimedItem]
+    loaded: LoadedBatch | None                # None: nothing passed the check
+    busy_seconds: float                       # the worker's time so far on this batch
 
 
-def _measure_batch(message: Batch, engine: Engine, check: _NumericsCheck,
-                   crash_runs: set[int]) -> list[ConfigResult]:
-    """Check, time and label one batch; results in item order, the engine's extras last."""
-    batch_start = time.perf_counter()
+def _load_batch(message: Batch, engine: Engine, check: _NumericsCheck,
+                crash_runs: set[int]) -> _Loaded:
+    """Check ``message``'s items and load the ones to time (compile workers running)."""
+    start = time.perf_counter()
     checked = [_check_item(item, check, crash_runs) for item in message.items]
     checked += engine.extras()
     items = [c for c in checked if isinstance(c, TimedItem)]
-    labelled, paused = _time_items(message, engine, items) if items else ([], 0.0)
-    timed = iter(labelled)
-    results = [next(timed) if isinstance(c, TimedItem) else c for c in checked]
-    busy = time.perf_counter() - batch_start
+    loaded = engine.load(items) if items else None
+    return _Loaded(message, checked, items, loaded, time.perf_counter() - start)
+
+
+def _time_batch(batch: _Loaded, engine: Engine) -> list[ConfigResult]:
+    """Warm up and label a loaded batch with the compile workers stopped for the timed part;
+    results in item order, the engine's extras last."""
+    start = time.perf_counter()
+    labelled: list[ConfigResult] = []
+    paused = 0.0
+    if batch.loaded is not None:
+        engine.warm(batch.loaded)
+        stop = time.perf_counter()
+        signal_all(batch.message.pause, signal.SIGSTOP)
+        try:
+            labelled = engine.label(batch.message, batch.loaded, batch.items)
+        finally:
+            signal_all(batch.message.pause, signal.SIGCONT)
+            paused = time.perf_counter() - stop if batch.message.pause else 0.0
+    timed = iter(dataclasses.replace(r, status=REPEAT) if r.repeat_of is not None else r
+                 for r in labelled)
+    results = [next(timed) if isinstance(c, TimedItem) else c for c in batch.checked]
+    busy = batch.busy_seconds + time.perf_counter() - start
     # The measurement worker's busy time, shared by the batch.
     return [dataclasses.replace(r, measure_seconds=busy / len(results), paused_seconds=paused)
             for r in results]
+
+
+def _go(batch: _Loaded, go: Go) -> _Loaded:
+    """The held batch with what the processes timed before this one settled."""
+    message = dataclasses.replace(batch.message, pause=go.pause,
+                                  runs_per_sample=go.runs_per_sample,
+                                  process_var=go.process_var, hold=False)
+    return dataclasses.replace(batch, message=message)
 
 
 def _start_and_report(conn: Any, spec: SessionSpec) -> tuple[Engine, _NumericsCheck] | None:
@@ -245,9 +273,10 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
     if started is None:
         return
     engine, check = started
+    held: _Loaded | None = None    # a batch loaded on hold, waiting for its Go
     while True:
         try:
-            message: Batch | SessionSpec | None = conn.recv()
+            message: Batch | Go | SessionSpec | None = conn.recv()
         except (EOFError, OSError):
             return
         if message is None:
@@ -256,12 +285,23 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             # The next graph of a collection (measure/reuse.py): a new default and engine in
             # this warm process, no new jax start-up. The old engine's programs are dropped.
             del engine, check
+            held = None
             started = _start_and_report(conn, message)
             if started is None:
                 return
             engine, check = started
             continue
-        results = _measure_batch(message, engine, check, crash_runs)
+        if isinstance(message, Go):
+            batch, held = held, None
+            if batch is None or message.cancel:
+                continue
+            results = _time_batch(_go(batch, message), engine)
+        elif message.hold:
+            held = _load_batch(message, engine, check, crash_runs)
+            conn.send(("loaded", None))
+            continue
+        else:
+            results = _time_batch(_load_batch(message, engine, check, crash_runs), engine)
         try:
             conn.send(("results", results))
         except (BrokenPipeError, OSError):

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tpugraphs_tools.measure.engines.base import DefaultProgram, Engine, TimedItem, Traits
+from tpugraphs_tools.measure.engines.base import (
+    DefaultProgram,
+    Engine,
+    LoadedBatch,
+    TimedItem,
+    Traits,
+)
 from tpugraphs_tools.measure.engines.fixed import FixedEngine
 from tpugraphs_tools.measure.engines.paired import PairedEngine
 
@@ -20,5 +26,5 @@ def traits_of(engine: str) -> Traits:
     return ENGINE_CLASSES[engine].traits
 
 
-__all__ = ["ENGINE_CLASSES", "DefaultProgram", "Engine", "FixedEngine", "PairedEngine", "TimedItem",
-           "Traits", "make_engine", "traits_of"]
+__all__ = ["ENGINE_CLASSES", "DefaultProgram", "Engine", "FixedEngine", "LoadedBatch",
+           "PairedEngine", "TimedItem", "Traits", "make_engine", "traits_of"]

@@ -81,7 +81,11 @@ class Engine(Protocol):
         results are appended to the batch's results."""
 
     def load(self, items: list[TimedItem]) -> LoadedBatch:
-        """Load and warm up the copies to time (compile workers still running)."""
+        """Load the copies to time and run each once (its first run allocates; compile
+        workers still running). May come seconds before ``warm`` (``Batch.hold``)."""
+
+    def warm(self, loaded: LoadedBatch) -> None:
+        """The warm-up runs, just before ``label`` (compile workers still running)."""
 
     def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]
               ) -> list[ConfigResult]:

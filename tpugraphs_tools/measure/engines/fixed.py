@@ -42,11 +42,13 @@ class FixedEngine:
         sets = [self.default.inputs]
         defaults = bind_copies([self.default.executable], sets, self.default.run)
         copies = [bind_copies(item.executables, sets, self.default.run) for item in items]
+        return LoadedBatch(defaults, copies)
+
+    def warm(self, loaded: LoadedBatch) -> None:
         # The numerics check ran each program once: the first warm-up run is done.
         for _ in range(max(0, self.spec.warmup - 1)):  # compile workers keep running here
-            for fn in [*defaults, *(c[0] for c in copies)]:
+            for fn in [*loaded.defaults, *(c[0] for c in loaded.items)]:
                 fn()
-        return LoadedBatch(defaults, copies)
 
     def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]
               ) -> list[ConfigResult]:
