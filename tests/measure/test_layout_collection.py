@@ -97,13 +97,16 @@ def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source, mo
     assert "injected" in result.rows[2]["error_message"]
 
 
-def test_a_measurement_crash_is_retried_alone_in_every_measurement_process(convnet_source,
-                                                                            monkeypatch):
+# (processes, lanes): one after another; a wave of two side by side, then one alone
+@pytest.mark.parametrize(("processes", "lanes"), [(2, 1), (3, 2)])
+def test_a_measurement_crash_is_retried_alone_in_every_measurement_process(
+        convnet_source, monkeypatch, processes, lanes):
     src = convnet_source
     _, configs = _explicit_configs(src.module)
+    # Every process loads a batch at once, so every one of them dies on config 1.
     _inject(monkeypatch, {1: "crash_run"})  # the measurement worker dies running config 1
     opts = MeasureOptions(configs=3, warmup=0, timeout=60, min_sample_ms=1, max_rounds=8,
-                          measure_processes=2)
+                          measure_processes=processes, timing_lanes=lanes, isolation="pause")
     result = collect_layout_configs(src.text, src.module, opts,
                                     configs=[configs[0], configs[2], configs[5]])
     rows = result.rows
@@ -115,3 +118,20 @@ def test_a_measurement_crash_is_retried_alone_in_every_measurement_process(convn
     assert rows[2]["relative_ci_low"] <= rows[2]["relative_to_default"] \
         <= rows[2]["relative_ci_high"]
     assert {r["status"] for r in rows[3:]} == {"control"}
+
+
+def test_processes_timing_side_by_side_give_labels_from_every_process(convnet_source):
+    """Two lanes (pause isolation): both processes of a wave time each config; the labels
+    combine all three processes."""
+    src = convnet_source
+    _, configs = _explicit_configs(src.module)
+    opts = MeasureOptions(configs=3, warmup=1, timeout=60, min_sample_ms=1, max_rounds=12,
+                          measure_processes=3, timing_lanes=2, isolation="pause")
+    result = collect_layout_configs(src.text, src.module, opts,
+                                    configs=[configs[0], configs[2], configs[5]])
+    rows = result.rows
+    assert [r["status"] for r in rows[:3]] == ["ok", "ok", "ok"]
+    assert result.summary.worker_restarts == 0
+    for row in rows[1:]:
+        assert row["process_sd"] is not None and row["rounds"] >= 3 * 4  # 4 rounds each
+        assert row["relative_ci_low"] <= row["relative_to_default"] <= row["relative_ci_high"]

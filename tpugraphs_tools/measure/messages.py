@@ -112,6 +112,9 @@ class Go:
     runs_per_sample: int | None = None
     process_var: float | None = None
     cancel: bool = False
+    # Pin the timing to these CPUs (processes timing side by side), then return to the
+    # worker's own set; None: time where the worker runs.
+    cpus: set[int] | None = None
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,11 @@ class MeasureOptions:
         "the copies in one process share (buffer placement, load order) differs between "
         "processes: labels average them and their CIs include the spread. The precision "
         "target, caps and copies are shared out.", minimum=1)
+    timing_lanes: int = _option(
+        1, "Paired engine, pause isolation: measurement processes that time a batch at the "
+        "same time, each pinned to a CPU of its own, compile workers stopped (1: one after "
+        "another on every CPU). Every process still times every config against its own "
+        "default copies.", group=EXPERT, minimum=1)
     race: bool = _option(
         False, "Racing (opt-in, not yet benchmarked): ask after every round, not only at the "
         "x1.5 looks, whether a config's CI is apart from the default and its rank neighbours, "
@@ -226,7 +231,8 @@ def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:
     """How the workers are driven; ``isolation`` is ``opts.isolation`` resolved for the
     platform (device_env.isolation_for)."""
     return PipelineOptions(compile_workers=opts.workers, timing_batch=opts.timing_batch,
-                           timeout_s=opts.timeout, isolation=isolation)
+                           timeout_s=opts.timeout, isolation=isolation,
+                           timing_lanes=opts.timing_lanes)
 
 
 def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options: dict[str, Any],

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 
 from tpugraphs_tools.measure import workers as W
 from tpugraphs_tools.measure.engines import traits_of
@@ -44,6 +44,8 @@ from tpugraphs_tools.measure.pipeline_state import (
 )
 from tpugraphs_tools.measure.processes import (
     WorkerProcess,
+    available_cpus,
+    lanes_for,
     resolve_isolation,
     signal_all,
     split_cpus,
@@ -84,9 +86,20 @@ class PipelinedMeasurer:
         self._measures: list[WorkerProcess | None] = [None] * self.processes
         self._phase = 0
         self._holding: set[int] = set()  # processes holding a loaded batch (``_preload``)
+        # Processes timing the batch now (a wave) and the results of those that finished;
+        # ``lanes`` processes time at once (``PipelineOptions.timing_lanes``).
+        self._timing: list[int] = []
+        self._wave: dict[int, list[ConfigResult]] = {}
+        self._wave_paused: float | None = None   # when this process stopped the compilers
+        self.lanes = lanes_for(self.opts.timing_lanes, self.processes, self.isolation)
         self._compilers: list[WorkerProcess] = []
 
     # -- worker management ---------------------------------------------------------------
+    def _conn(self, phase: int) -> Connection:
+        measure = self._measures[phase]
+        assert measure is not None
+        return measure.conn
+
     @property
     def _measurer(self) -> WorkerProcess:
         """The measurement worker timing now: started by ``start()``, replaced after it
@@ -171,14 +184,13 @@ class PipelinedMeasurer:
             if ready is None:
                 continue
             self._receive_compiled(state, ready, known, on_result)
-            if state.batch and self._measurer.conn in ready:
-                self._receive_timed(state, on_result)
+            if state.batch and any(self._conn(p) in ready for p in self._timing):
+                self._receive_timed(state, ready, on_result)
             elif state.batch and time.monotonic() - state.batch_started > \
                     self._batch_limit(len(state.batch)):
-                self._measure_failed(state.batch, f"no result within "
-                                     f"{self._batch_limit(len(state.batch)):.0f} s; worker "
-                                     "killed", TIMEOUT, state.singles, on_result)
-                state.batch = []
+                self._timing_failed(state, self._timing[0], f"no result within "
+                                    f"{self._batch_limit(len(state.batch)):.0f} s; worker "
+                                    "killed", TIMEOUT, on_result)
         self._recycle(state)  # the next run() must find live workers
 
     def _recycle(self, state: RunState) -> None:
@@ -220,14 +232,31 @@ class PipelinedMeasurer:
                                   process_var=earlier)
             self._phase, state.timed_by = 0, []
             if self.processes > 1:
-                if not self._preload(state, on_result):
-                    return
-                self._holding.discard(0)
-                self._measurer.conn.send(Go(state.message.pause,
-                                            process_var=state.message.process_var))
+                if self._preload(state, on_result):
+                    self._start_wave(state, 0, None, state.message.process_var)
             else:
                 self._measurer.conn.send(state.message)
-            state.batch_started = time.monotonic()
+                self._timing = [0]
+                state.batch_started = time.monotonic()
+
+    def _start_wave(self, state: RunState, first: int, k: int | None,
+                    process_var: float | None) -> None:
+        """Let the next ``lanes`` processes holding the batch time it. One lane: the process
+        stops the compile workers for its timed rounds. Several: each is pinned to a CPU of
+        its own and this process stops the compile workers for the whole wave."""
+        self._timing = list(range(first, min(first + self.lanes, self.processes)))
+        lanes = len(self._timing) > 1 or self.lanes > 1
+        if lanes:
+            signal_all(self._pause_list(), signal.SIGSTOP)
+            self._wave_paused = time.monotonic()
+        cpus = available_cpus()
+        for lane, phase in enumerate(self._timing):
+            self._holding.discard(phase)
+            self._conn(phase).send(Go(
+                [] if lanes else self._pause_list(), runs_per_sample=k,
+                process_var=process_var,
+                cpus={cpus[lane % len(cpus)]} if lanes else None))
+        state.batch_started = time.monotonic()
 
     def _preload(self, state: RunState, on_result: OnResult) -> bool:
         """Every measurement process checks and loads the batch at once, then holds it until
@@ -270,7 +299,7 @@ class PipelinedMeasurer:
         conns = [self._compilers[s].conn for s in state.compiling]
         deadlines = [c.started + self.opts.timeout_s for c in state.compiling.values()]
         if state.batch:
-            conns.append(self._measurer.conn)
+            conns.extend(self._conn(p) for p in self._timing)
             deadlines.append(state.batch_started + self._batch_limit(len(state.batch)))
         if not conns:
             return None
@@ -310,38 +339,58 @@ class PipelinedMeasurer:
                                              " s; worker killed"))
                 self._replace_compiler(slot)
 
-    def _receive_timed(self, state: RunState, on_result: OnResult) -> None:
-        """Take a measurement process's results: send the batch on to the next process, or
-        combine the processes' labels and report them."""
-        try:
-            _kind, results = self._measurer.conn.recv()
-        except (EOFError, ConnectionError):
-            self._measure_failed(state.batch, self._measurer.exit_description(), CRASH,
-                                 state.singles, on_result)
-            state.batch = []
+    def _receive_timed(self, state: RunState, ready: Sequence[object],
+                       on_result: OnResult) -> None:
+        """Take the results of the processes timing now; once the wave is done, send the batch
+        on to the next processes, or combine the processes' labels and report them."""
+        for phase in [p for p in self._timing if self._conn(p) in ready]:
+            try:
+                _kind, results = self._conn(phase).recv()
+            except (EOFError, ConnectionError):
+                measure = self._measures[phase]
+                assert measure is not None
+                self._timing_failed(state, phase, measure.exit_description(), CRASH, on_result)
+                return
+            self._timing.remove(phase)
+            self._wave[phase] = results
+        if self._timing:
             return
-        paused = max((r.paused_seconds for r in results), default=0.0)
+        paused = max((r.paused_seconds for rs in self._wave.values() for r in rs), default=0.0)
+        if self._wave_paused is not None:
+            signal_all(self._pause_list(), signal.SIGCONT)
+            paused, self._wave_paused = time.monotonic() - self._wave_paused, None
         for flight in state.compiling.values():  # stopped compiles did not progress
             flight.started += paused
-        state.timed_by.append(results)
-        state.spent += sum(r.timed_seconds or 0.0 for r in results) / self.processes
-        if self._phase + 1 < self.processes:  # the next process times it too
-            self._phase += 1
-            k = next((r.runs_per_sample for r in results if r.runs_per_sample), None)
-            # the compile workers alive now (any replaced since the first)
-            self._holding.discard(self._phase)
-            self._measurer.conn.send(Go(self._pause_list(), runs_per_sample=k,
-                                        process_var=partial_between(state.timed_by,
-                                                                    self.spread)))
-            state.batch_started = time.monotonic()
+        wave = [self._wave[p] for p in sorted(self._wave)]
+        self._wave.clear()
+        state.timed_by.extend(wave)
+        state.spent += sum(r.timed_seconds or 0.0 for rs in wave for r in rs) / self.processes
+        done = len(state.timed_by)
+        if done < self.processes:  # the next processes time it too
+            k = next((r.runs_per_sample for rs in wave for r in rs if r.runs_per_sample), None)
+            self._start_wave(state, done, k, partial_between(state.timed_by, self.spread))
             return
         self._phase = 0
+        results = state.timed_by[0]
         if len(state.timed_by) > 1:
             results = combine(state.timed_by, self.spread, self.spec.stop.confidence)
         ok = {r.index for r in results if r.status == OK and r.repeat_of is None}
         self.repeats.keep(item for item in state.batch if item.index in ok)
         for result in results:
             on_result(result)
+        state.batch = []
+
+    def _timing_failed(self, state: RunState, phase: int, message: str, status: str,
+                       on_result: OnResult) -> None:
+        """A process died or hung timing the batch: the others of its wave are replaced (their
+        results would answer the next batch) and the batch fails in ``phase``."""
+        for other in self._timing:
+            if other != phase:
+                self._respawn(other)
+        self._timing, self._wave_paused = [], None
+        self._wave.clear()
+        self._phase = phase
+        self._measure_failed(state.batch, message, status, state.singles, on_result)
         state.batch = []
 
     def _batch_limit(self, items: int) -> float:

@@ -21,6 +21,9 @@ class PipelineOptions:
     timeout_s: float = 120.0
     isolation: str = "auto"   # auto | pin | pause | none (processes.resolve_isolation)
     lookahead: int = 8
+    # Paired engine: measurement processes that time a batch at the same time, each pinned
+    # to a CPU of its own (processes.lanes_for); 1: one after another on every CPU.
+    timing_lanes: int = 1
 
 
 @dataclass

@@ -21,7 +21,7 @@ import ctypes
 import multiprocessing as mp
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tpugraphs_tools.measure.device_env import share_device_memory
@@ -66,6 +66,24 @@ def pin(cpus: set[int] | None) -> None:
             os.sched_setaffinity(0, cpus)
 
 
+@contextlib.contextmanager
+def pinned(cpus: set[int] | None) -> Iterator[None]:
+    """Run the block on ``cpus`` (None: where the process runs now), then go back."""
+    if not cpus:
+        yield
+        return
+    try:
+        before = os.sched_getaffinity(0)
+    except AttributeError:
+        yield
+        return
+    pin(cpus)
+    try:
+        yield
+    finally:
+        pin(before)
+
+
 def available_cpus() -> list[int]:
     try:
         return sorted(os.sched_getaffinity(0))
@@ -91,6 +109,14 @@ def split_cpus(isolation: str) -> tuple[set[int] | None, set[int] | None]:
     if isolation != "pin" or len(cpus) < 2:
         return None, None
     return {cpus[0]}, set(cpus[1:])
+
+
+def lanes_for(lanes: int, processes: int, isolation: str) -> int:
+    """Measurement processes that time a batch at once: each needs a CPU of its own, and
+    only ``pause`` isolation leaves every CPU to measurement (``pin`` keeps one)."""
+    if isolation != "pause":
+        return 1
+    return max(1, min(lanes, processes, len(available_cpus())))
 
 
 def signal_all(pids: list[int], sig: signal.Signals) -> None:

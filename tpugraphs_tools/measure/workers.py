@@ -29,7 +29,7 @@ from tpugraphs_tools.measure.engines import (
     make_engine,
 )
 from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Go, Job, SessionSpec
-from tpugraphs_tools.measure.processes import die_with_parent, pin, signal_all
+from tpugraphs_tools.measure.processes import die_with_parent, pin, pinned, signal_all
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     OK,
@@ -220,21 +220,16 @@ def _load_batch(message: Batch, engine: Engine, check: _NumericsCheck,
     return _Loaded(message, checked, items, loaded, time.perf_counter() - start)
 
 
-def _time_batch(batch: _Loaded, engine: Engine) -> list[ConfigResult]:
-    """Warm up and label a loaded batch with the compile workers stopped for the timed part;
-    results in item order, the engine's extras last."""
+def _time_batch(batch: _Loaded, engine: Engine, cpus: set[int] | None = None
+                ) -> list[ConfigResult]:
+    """Warm up and label a loaded batch with the compile workers stopped for the timed part
+    (on ``cpus`` where given); results in item order, the engine's extras last."""
     start = time.perf_counter()
     labelled: list[ConfigResult] = []
     paused = 0.0
-    if batch.loaded is not None:
-        engine.warm(batch.loaded)
-        stop = time.perf_counter()
-        signal_all(batch.message.pause, signal.SIGSTOP)
-        try:
-            labelled = engine.label(batch.message, batch.loaded, batch.items)
-        finally:
-            signal_all(batch.message.pause, signal.SIGCONT)
-            paused = time.perf_counter() - stop if batch.message.pause else 0.0
+    with pinned(cpus):
+        if batch.loaded is not None:
+            labelled, paused = _warm_and_label(batch, engine)
     timed = iter(dataclasses.replace(r, status=REPEAT) if r.repeat_of is not None else r
                  for r in labelled)
     results = [next(timed) if isinstance(c, TimedItem) else c for c in batch.checked]
@@ -242,6 +237,20 @@ def _time_batch(batch: _Loaded, engine: Engine) -> list[ConfigResult]:
     # The measurement worker's busy time, shared by the batch.
     return [dataclasses.replace(r, measure_seconds=busy / len(results), paused_seconds=paused)
             for r in results]
+
+
+def _warm_and_label(batch: _Loaded, engine: Engine) -> tuple[list[ConfigResult], float]:
+    """The engine's warm-up, then its labels with the compile workers stopped; the labels and
+    the seconds the compile workers were stopped."""
+    assert batch.loaded is not None
+    engine.warm(batch.loaded)
+    stop = time.perf_counter()
+    signal_all(batch.message.pause, signal.SIGSTOP)
+    try:
+        labelled = engine.label(batch.message, batch.loaded, batch.items)
+    finally:
+        signal_all(batch.message.pause, signal.SIGCONT)
+    return labelled, time.perf_counter() - stop if batch.message.pause else 0.0
 
 
 def _go(batch: _Loaded, go: Go) -> _Loaded:
@@ -295,7 +304,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             batch, held = held, None
             if batch is None or message.cancel:
                 continue
-            results = _time_batch(_go(batch, message), engine)
+            results = _time_batch(_go(batch, message), engine, message.cpus)
         elif message.hold:
             held = _load_batch(message, engine, check, crash_runs)
             conn.send(("loaded", None))

@@ -1,0 +1,29 @@
+"""Where measurement processes run: lanes side by side, a block pinned to CPUs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tpugraphs_tools.measure import processes
+
+
+def test_lanes_need_pause_isolation_and_a_cpu_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(processes, "available_cpus", lambda: [0, 1])
+    assert processes.lanes_for(2, 4, "pause") == 2
+    assert processes.lanes_for(4, 4, "pause") == 2    # one CPU per lane
+    assert processes.lanes_for(2, 1, "pause") == 1    # one process
+    assert processes.lanes_for(2, 4, "pin") == 1      # pin keeps the other CPUs compiling
+    assert processes.lanes_for(1, 4, "pause") == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux CPU affinity")
+def test_pinned_runs_the_block_on_the_cpus_and_goes_back() -> None:
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    with processes.pinned({cpu}):
+        assert os.sched_getaffinity(0) == {cpu}
+    assert os.sched_getaffinity(0) == before
+    with processes.pinned(None):
+        assert os.sched_getaffinity(0) == before
