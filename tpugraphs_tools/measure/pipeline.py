@@ -23,14 +23,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 
-from tpugraphs_tools.measure import workers as W
-from tpugraphs_tools.measure.engines import traits_of
 from tpugraphs_tools.measure.messages import (
     Batch,
     Compiled,
-    DefaultInfo,
     Go,
     Job,
     SessionSpec,
@@ -43,122 +40,35 @@ from tpugraphs_tools.measure.pipeline_state import (
     RunState,
 )
 from tpugraphs_tools.measure.processes import (
-    WorkerProcess,
     available_cpus,
     lanes_for,
-    resolve_isolation,
     signal_all,
-    split_cpus,
 )
 from tpugraphs_tools.measure.racing import budget_share
 from tpugraphs_tools.measure.replicas import ProcessSpread, combine, partial_between
 from tpugraphs_tools.measure.results import CRASH, DUPLICATE, NOOP, OK, TIMEOUT, ConfigResult
+from tpugraphs_tools.measure.worker_slots import WorkerSlots
 
 OnResult = Callable[[ConfigResult], None]
 
-# A measurement worker starts by importing jax, compiling the default config and running it
-# (fixed engine: timing it alone too): two config timeouts, plus a minute for the start.
-READY_TIMEOUTS, READY_START_S = 2, 60.0
 # A timed item's budget is its own samples plus its share of the default's: at most twice
 # ``max_seconds_per_config`` (measure/paired.py charges the default's sample to the round).
 BUDGET_SHARES = 2
 
 
-class PipelinedMeasurer:
+class PipelinedMeasurer(WorkerSlots):
     """Measure many configs of one graph; ``run`` streams results to a callback."""
 
     def __init__(self, spec: SessionSpec, options: PipelineOptions | None = None) -> None:
-        self.spec = spec
-        opts = options or PipelineOptions()
-        # A full batch must fit in the look-ahead window, or the loop would wait forever.
-        self.opts = replace(opts, lookahead=max(opts.lookahead,
-                                                opts.timing_batch + opts.compile_workers))
-        self.isolation = resolve_isolation(self.opts.isolation)
-        self.measure_cpus, self.compile_cpus = split_cpus(self.isolation)
-        self.default_info: DefaultInfo | None = None
-        self.restarts = 0
-        # Paired engine: every batch is timed in each measurement process in turn, and the
-        # labels are combined (replicas.py); ``_phase`` is the process timing now.
-        self.traits = traits_of(spec.engine)
+        super().__init__(spec, options)
         self.repeats = RepeatPool(self.traits.repeats_per_batch)
-        self.processes = max(1, spec.processes) if self.traits.replicated else 1
         self.spread = ProcessSpread()
-        self._measures: list[WorkerProcess | None] = [None] * self.processes
-        self._phase = 0
-        self._holding: set[int] = set()  # processes holding a loaded batch (``_preload``)
         # Processes timing the batch now (a wave) and the results of those that finished;
         # ``lanes`` processes time at once (``PipelineOptions.timing_lanes``).
         self._timing: list[int] = []
         self._wave: dict[int, list[ConfigResult]] = {}
         self._wave_paused: float | None = None   # when this process stopped the compilers
         self.lanes = lanes_for(self.opts.timing_lanes, self.processes, self.isolation)
-        self._compilers: list[WorkerProcess] = []
-
-    # -- worker management ---------------------------------------------------------------
-    def _conn(self, phase: int) -> Connection:
-        measure = self._measures[phase]
-        assert measure is not None
-        return measure.conn
-
-    @property
-    def _measurer(self) -> WorkerProcess:
-        """The measurement worker timing now: started by ``start()``, replaced after it
-        died."""
-        measure = self._measures[self._phase]
-        assert measure is not None, "start() the measurer first"
-        return measure
-
-    def _spawn_measure(self, slot: int) -> None:
-        self._measures[slot] = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
-
-    def _await_measure(self, slot: int) -> None:
-        measure = self._measures[slot]
-        assert measure is not None
-        if not measure.conn.poll(self.opts.timeout_s * READY_TIMEOUTS + READY_START_S):
-            measure.kill()
-            raise WorkerError("measurement worker did not finish the default config in time")
-        try:
-            kind, payload = measure.conn.recv()
-        except EOFError:
-            raise WorkerError("measurement worker died on the default config: "
-                              + measure.exit_description()) from None
-        if kind != "ready":
-            measure.kill()
-            raise WorkerError(f"default config failed: {payload}")
-        if slot == 0 or self.default_info is None:
-            self.default_info = payload
-
-    def _pause_list(self) -> list[int]:
-        """PIDs the measurement worker stops during timed rounds (isolation ``pause``)."""
-        return [p.pid for p in self._compilers] if self.isolation == "pause" else []
-
-    def _new_compiler(self) -> WorkerProcess:
-        return WorkerProcess(W.compile_main, self.spec, self.compile_cpus)
-
-    def start(self) -> DefaultInfo:
-        if not self._compilers:
-            count = max(1, self.opts.compile_workers)
-            self._compilers = [self._new_compiler() for _ in range(count)]
-        missing = [slot for slot, m in enumerate(self._measures) if m is None]
-        for slot in missing:  # start together: each imports jax and compiles the default
-            self._spawn_measure(slot)
-        for slot in missing:
-            self._await_measure(slot)
-        assert self.default_info is not None  # set by _await_measure, or it raised
-        return self.default_info
-
-    def close(self) -> None:
-        for proc in [*self._compilers, *(m for m in self._measures if m)]:
-            proc.stop()
-        self._compilers = []
-        self._measures = [None] * self.processes
-        self._phase = 0
-
-    def __enter__(self) -> PipelinedMeasurer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- the loop --------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job], known: dict[str, int], on_result: OnResult,
@@ -431,21 +341,6 @@ class PipelinedMeasurer:
             if len(timed_by) > 1 else timed_by[0]
         for result in results:
             on_result(result)
-
-    def _replace_compiler(self, slot: int, restart: bool = True) -> None:
-        self._compilers[slot].kill()
-        self._compilers[slot] = self._new_compiler()
-        self.restarts += int(restart)
-
-    def _respawn(self, slot: int) -> None:
-        """Replace the measurement process in ``slot`` (dead or hung) with a fresh one."""
-        measure = self._measures[slot]
-        assert measure is not None
-        measure.kill()
-        self._holding.discard(slot)
-        self._spawn_measure(slot)
-        self._await_measure(slot)
-        self.restarts += 1
 
     def _measure_failed(self, batch: list[Compiled], message: str, status: str,
                         singles: deque[Compiled], on_result: OnResult) -> None:

@@ -35,6 +35,9 @@ class ReusableMeasurer(PipelinedMeasurer):
         self.repeats = RepeatPool(self.traits.repeats_per_batch)
         self.spread = ProcessSpread()
         self._phase = 0
+        self._holding.clear()   # a worker drops a held batch on a new spec (measure_main)
+        self._timing, self._wave_paused = [], None
+        self._wave.clear()
         for slot, proc in enumerate(self._compilers):
             try:
                 proc.conn.send(spec)
