@@ -68,7 +68,7 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
                         lambda blob, device: blob.decode())
     monkeypatch.setattr(paired_engine.C, "input_bytes", lambda signature: 0)
     monkeypatch.setattr(paired_engine.C, "make_inputs", lambda *args: ["y"])
-    default = fake_default("paired", runs, warmup=1, min_sample_ms=0.0,
+    default = fake_default("paired", runs, warmup=2, min_sample_ms=0.0,
                            stop=StopRule(max_rounds=20, copies=2))
     engine = make_engine(default)
     assert isinstance(engine, PairedEngine)
@@ -84,7 +84,7 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
     every_copy = 3 * copies                             # the default, c1 and the control
     assert len(runs) == every_copy                      # one cold run of each copy on load
     engine.warm(loaded)
-    assert len(runs) == 2 * every_copy                  # then warmup (1) passes
+    assert len(runs) == 2 * every_copy                  # then warmup - 1 passes (warmup 2)
     assert items[0].executables == ["c1"] * copies      # reloaded from the serialized form
     labelled = engine.label(Batch([], runs_per_sample=2), loaded, items)
     assert engine.runs_per_sample == 2                  # another process's k is used

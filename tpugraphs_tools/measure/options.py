@@ -72,7 +72,8 @@ class MeasureOptions:
     seed: int = _option(0, "Seed for configs and inputs.", group=CONFIGS, minimum=None)
     warmup: int = _option(
         2, "Untimed runs of each program before timing (paired: passes over every loaded "
-        "copy, at least one).", group=EXPERT, minimum=0)
+        "copy, at least one: the first when it is loaded, the others just before its "
+        "timing).", group=EXPERT, minimum=0)
     repeats: int = _option(
         10, "--engine fixed: timed rounds per config.", group=EXPERT,
         minimum=1, flag="--fixed-rounds", deprecated_flags=("--repeats",))
