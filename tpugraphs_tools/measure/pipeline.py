@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from multiprocessing.connection import wait
 
+from tpugraphs_tools.measure.compile_side import CompileSide, OnResult
 from tpugraphs_tools.measure.messages import (
     Batch,
     Compiled,
@@ -34,7 +35,6 @@ from tpugraphs_tools.measure.messages import (
     WorkerError,
 )
 from tpugraphs_tools.measure.pipeline_state import (
-    Compiling,
     PipelineOptions,
     RepeatPool,
     RunState,
@@ -46,17 +46,14 @@ from tpugraphs_tools.measure.processes import (
 )
 from tpugraphs_tools.measure.racing import budget_share
 from tpugraphs_tools.measure.replicas import ProcessSpread, combine, partial_between
-from tpugraphs_tools.measure.results import CRASH, DUPLICATE, NOOP, OK, TIMEOUT, ConfigResult
-from tpugraphs_tools.measure.worker_slots import WorkerSlots
-
-OnResult = Callable[[ConfigResult], None]
+from tpugraphs_tools.measure.results import CRASH, OK, TIMEOUT, ConfigResult
 
 # A timed item's budget is its own samples plus its share of the default's: at most twice
 # ``max_seconds_per_config`` (measure/paired.py charges the default's sample to the round).
 BUDGET_SHARES = 2
 
 
-class PipelinedMeasurer(WorkerSlots):
+class PipelinedMeasurer(CompileSide):
     """Measure many configs of one graph; ``run`` streams results to a callback."""
 
     def __init__(self, spec: SessionSpec, options: PipelineOptions | None = None) -> None:
@@ -103,23 +100,6 @@ class PipelinedMeasurer(WorkerSlots):
                                     "killed", TIMEOUT, on_result)
         self._recycle(state)  # the next run() must find live workers
 
-    def _recycle(self, state: RunState) -> None:
-        """Start fresh compile workers in the slots whose worker exited after its job."""
-        for slot in state.recycle:
-            self._replace_compiler(slot, restart=False)
-        state.recycle.clear()
-
-    def _feed_compilers(self, state: RunState) -> None:
-        """Give every idle compile worker a job while the look-ahead window has room."""
-        in_flight = len(state.compiling) + len(state.compiled) + len(state.batch)
-        for slot, proc in enumerate(self._compilers):
-            if (slot not in state.compiling and slot not in state.recycle and state.todo
-                    and in_flight < self.opts.lookahead):
-                job = state.todo.popleft()
-                proc.conn.send(job)
-                state.compiling[slot] = Compiling(job, time.monotonic())
-                in_flight += 1
-
     def _send_batch(self, state: RunState, context: Callable[[], list[tuple[float, float]]],
                     on_result: OnResult) -> None:
         """Send the next batch to the first measurement process: a config retried alone, a
@@ -155,7 +135,7 @@ class PipelinedMeasurer(WorkerSlots):
         stops the compile workers for its timed rounds. Several: each is pinned to a CPU of
         its own and this process stops the compile workers for the whole wave."""
         self._timing = list(range(first, min(first + self.lanes, self.processes)))
-        lanes = len(self._timing) > 1 or self.lanes > 1
+        lanes = self.lanes > 1
         if lanes:
             signal_all(self._pause_list(), signal.SIGSTOP)
             self._wave_paused = time.monotonic()
@@ -214,40 +194,6 @@ class PipelinedMeasurer(WorkerSlots):
         if not conns:
             return None
         return wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
-
-    def _receive_compiled(self, state: RunState, ready: Sequence[object], known: dict[str, int],
-                          on_result: OnResult) -> None:
-        """Take in compiled configs (no-ops and duplicates are settled here), crashes and
-        timed-out compiles."""
-        timeout = self.opts.timeout_s
-        for slot in list(state.compiling):
-            proc = self._compilers[slot]
-            if proc.conn in ready:
-                flight = state.compiling.pop(slot)
-                try:
-                    kind, payload = proc.conn.recv()
-                except (EOFError, ConnectionError):
-                    on_result(ConfigResult(flight.job.index, CRASH,
-                                           error=proc.exit_description()))
-                    self._replace_compiler(slot)
-                    continue
-                if kind == "result":
-                    on_result(payload)
-                elif payload.key in known:
-                    first = known[payload.key]
-                    on_result(ConfigResult.of(payload, NOOP if first == 0 else DUPLICATE,
-                                              duplicate_of=first))
-                else:
-                    known[payload.key] = payload.index
-                    state.compiled.append(payload)
-                if self.spec.fresh_compiler_per_job:
-                    state.recycle.add(slot)
-            elif time.monotonic() - state.compiling[slot].started > timeout:
-                flight = state.compiling.pop(slot)
-                on_result(ConfigResult(flight.job.index, TIMEOUT,
-                                       error=f"compile gave no result within {timeout:.0f}"
-                                             " s; worker killed"))
-                self._replace_compiler(slot)
 
     def _receive_timed(self, state: RunState, ready: Sequence[object],
                        on_result: OnResult) -> None:
