@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -118,6 +119,9 @@ def test_a_measurement_crash_is_retried_alone_in_every_measurement_process(
     assert rows[2]["relative_ci_low"] <= rows[2]["relative_to_default"] \
         <= rows[2]["relative_ci_high"]
     assert {r["status"] for r in rows[3:]} == {"control"}
+    # One lane: the timing process had every CPU; lanes: a CPU each (the rows say which)
+    cpus = len(os.sched_getaffinity(0)) if lanes == 1 else 1
+    assert {r["timing_cpus"] for r in rows[2:]} == {cpus}
 
 
 def test_processes_timing_side_by_side_give_labels_from_every_process(convnet_source):
@@ -135,3 +139,19 @@ def test_processes_timing_side_by_side_give_labels_from_every_process(convnet_so
     for row in rows[1:]:
         assert row["process_sd"] is not None and row["rounds"] >= 3 * 4  # 4 rounds each
         assert row["relative_ci_low"] <= row["relative_to_default"] <= row["relative_ci_high"]
+        assert row["timing_cpus"] == 1  # pinned: the program's runs had one core
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pin needs a CPU to spare")
+def test_pin_isolation_rows_say_the_program_was_timed_on_one_cpu(convnet_source):
+    """``--isolation pin`` times on the first CPU only (auto picks it with >= 4 CPUs): a
+    label of a one-core run, and the rows record it."""
+    src = convnet_source
+    _, configs = _explicit_configs(src.module)
+    opts = MeasureOptions(configs=2, warmup=0, timeout=60, min_sample_ms=1, max_rounds=8,
+                          measure_processes=1, isolation="pin")
+    result = collect_layout_configs(src.text, src.module, opts,
+                                    configs=[configs[0], configs[2]])
+    timed = [r for r in result.rows if r["rounds"]]
+    assert timed and {r["timing_cpus"] for r in timed} == {1}
+    assert result.rows[0]["timing_cpus"] is None  # the default's own row: never timed alone

@@ -27,3 +27,31 @@ def test_pinned_runs_the_block_on_the_cpus_and_goes_back() -> None:
     assert os.sched_getaffinity(0) == before
     with processes.pinned(None):
         assert os.sched_getaffinity(0) == before
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux CPU affinity")
+def test_pinned_moves_the_threads_already_running() -> None:
+    """XLA's CPU client runs a program on its pool threads: pinning only the calling thread
+    left them free to run on every CPU."""
+    import threading
+
+    before = os.sched_getaffinity(0)
+    started, release = threading.Event(), threading.Event()
+    tid: list[int] = []
+
+    def pool_thread() -> None:
+        tid.append(threading.get_native_id())
+        started.set()
+        release.wait(10)
+
+    worker = threading.Thread(target=pool_thread)
+    worker.start()
+    try:
+        started.wait(10)
+        cpu = min(before)
+        with processes.pinned({cpu}):
+            assert os.sched_getaffinity(tid[0]) == {cpu}
+        assert os.sched_getaffinity(tid[0]) == before
+    finally:
+        release.set()
+        worker.join()

@@ -66,6 +66,7 @@ def measured_columns(result: ConfigResult) -> dict[str, Any]:
         "window_sd": None,
         "process_sd": result.process_sd,
         "runs_per_sample": result.runs_per_sample,
+        "timing_cpus": result.timing_cpus,
         "max_abs_error": result.max_abs_error,
         "compile_seconds": result.compile_seconds,
         "measure_seconds": result.measure_seconds,

@@ -50,6 +50,7 @@ class ConfigRow(TypedDict):
     window_sd: ReadOnly[float | None]
     process_sd: ReadOnly[float | None]
     runs_per_sample: ReadOnly[int | None]
+    timing_cpus: ReadOnly[int | None]
     max_abs_error: ReadOnly[float | None]
     compile_seconds: ReadOnly[float | None]
     measure_seconds: ReadOnly[float | None]

@@ -60,10 +60,22 @@ def die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _threads() -> list[int]:
+    """This process's thread ids: Linux keeps a CPU mask per thread, and XLA's CPU client
+    runs programs on pool threads, not on the thread that calls them."""
+    try:
+        return [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
+
+
 def pin(cpus: set[int] | None) -> None:
-    if cpus:
+    """Every thread of this process onto ``cpus`` (threads started later inherit it)."""
+    if not cpus:
+        return
+    for tid in _threads():
         with contextlib.suppress(OSError, AttributeError):
-            os.sched_setaffinity(0, cpus)
+            os.sched_setaffinity(tid, cpus)
 
 
 @contextlib.contextmanager
@@ -82,6 +94,14 @@ def pinned(cpus: set[int] | None) -> Iterator[None]:
         yield
     finally:
         pin(before)
+
+
+def affinity_size() -> int | None:
+    """CPUs this thread may run on now (None where the platform does not say)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return None
 
 
 def available_cpus() -> list[int]:

@@ -251,5 +251,6 @@ def _merge(group: list[ConfigResult], spread: ProcessSpread,
         timed_seconds=sum(r.timed_seconds or 0.0 for r in group),
         measure_seconds=sum(r.measure_seconds or 0.0 for r in group),
         paused_seconds=sum(r.paused_seconds for r in group),
+        timing_cpus=min((r.timing_cpus for r in group if r.timing_cpus), default=None),
         log_center=center, log_se=se, df=None,
         processes=len(group), process_sd=math.sqrt(spread.variance))

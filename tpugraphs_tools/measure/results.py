@@ -85,6 +85,7 @@ class ConfigResult:
     rounds: int | None = None
     stop_reason: str | None = None    # a StopReason value
     runs_per_sample: int | None = None
+    timing_cpus: int | None = None   # CPUs the timing process could run on (affinity)
     timed_seconds: float | None = None
     measure_seconds: float | None = None  # the measurement worker's busy time, shared
     paused_seconds: float = 0.0           # compile workers stopped for this batch

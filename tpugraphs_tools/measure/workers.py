@@ -29,7 +29,13 @@ from tpugraphs_tools.measure.engines import (
     make_engine,
 )
 from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Go, Job, SessionSpec
-from tpugraphs_tools.measure.processes import die_with_parent, pin, pinned, signal_all
+from tpugraphs_tools.measure.processes import (
+    affinity_size,
+    die_with_parent,
+    pin,
+    pinned,
+    signal_all,
+)
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     OK,
@@ -228,10 +234,11 @@ def _time_batch(batch: _Loaded, engine: Engine, cpus: set[int] | None = None
     labelled: list[ConfigResult] = []
     paused = 0.0
     with pinned(cpus):
+        timing_cpus = affinity_size()
         if batch.loaded is not None:
             labelled, paused = _warm_and_label(batch, engine)
-    timed = iter(dataclasses.replace(r, status=REPEAT) if r.repeat_of is not None else r
-                 for r in labelled)
+    timed = iter(dataclasses.replace(r, status=REPEAT if r.repeat_of is not None else r.status,
+                                     timing_cpus=timing_cpus) for r in labelled)
     results = [next(timed) if isinstance(c, TimedItem) else c for c in batch.checked]
     busy = batch.busy_seconds + time.perf_counter() - start
     # The measurement worker's busy time, shared by the batch.
