@@ -208,6 +208,7 @@ CASES = [
     cfg("dataset.honoured_invalid", "honoured", 2, '{"no_such_node": {"output": true}}'),
     cfg("dataset.relative_ci_invalid", "relative_to_default", 2, 50.0),
     cfg("dataset.control_outside_ci", "relative_ci_low", 5, 1.01),
+    cfg("dataset.timing_cpus_mixed", "timing_cpus", 2, 512),
     graph_cell("dataset.split_overlap", "program", GRAPH_B, "tiny_a"),
     graph_cell("dataset.split_overlap", "fingerprint", GRAPH_B, "a" * 64),
 ]

@@ -70,7 +70,8 @@ def config_rows(runtimes: np.ndarray, failed: bool = True) -> list[dict[str, Any
              "config": "{}", "npz_row": i, "runtime_min_ns": int(rt),
              "relative_to_default": float(rt / runtimes[0]),
              "relative_ci_low": float(rt / runtimes[0]) * 0.99,
-             "relative_ci_high": float(rt / runtimes[0]) * 1.01}
+             "relative_ci_high": float(rt / runtimes[0]) * 1.01,
+             "timing_cpus": 2 if i else None}   # the default's own row is never timed alone
             for i, rt in enumerate(runtimes)]
     if failed:
         rows.append({"config_index": len(rows), "strategy": "random", "is_default": False,
@@ -79,7 +80,8 @@ def config_rows(runtimes: np.ndarray, failed: bool = True) -> list[dict[str, Any
         rows.append({"config_index": len(rows), "strategy": "random", "is_default": False,
                      "status": "control", "config": "{}", "runtime_min_ns": int(runtimes[0]),
                      "relative_to_default": 1.02, "relative_ci_low": 0.99,
-                     "relative_ci_high": 1.03, "rounds": 12, "stop_reason": "batch_done"})
+                     "relative_ci_high": 1.03, "rounds": 12, "stop_reason": "batch_done",
+                     "timing_cpus": 2})
     return rows
 
 

@@ -116,6 +116,9 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.control_outside_ci", WARNING, "a graph's A/A control (status control) has a CI "
                                             "that excludes 1.0: its batches are noisier than "
                                             "their CIs claim"),
+    ("dataset.timing_cpus_mixed", WARNING, "a graph's config rows were timed on different "
+                                           "numbers of CPUs (timing_cpus): one ranking from "
+                                           "two measurements"),
     ("dataset.split_overlap", ERROR, "a program/fingerprint (or official file stem) is in "
                                      "two splits"),
     ("dataset.collection_unknown", ERROR, "cannot tell whether an npz is layout or tile"),

@@ -23,7 +23,7 @@ from tpugraphs_tools.validate.report import Report
 GRAPHS = "graphs.parquet"
 # The configs columns the row rules below read: validate holds only these of a part together.
 CONFIG_COLUMNS = ("graph_id", "status", "npz_row", "runtime_min_ns", "honoured", "config",
-                  "relative_to_default", "relative_ci_low", "relative_ci_high")
+                  "relative_to_default", "relative_ci_low", "relative_ci_high", "timing_cpus")
 _COUNT_COLUMNS = (("num_nodes", "num_nodes"), ("num_edges", "num_edges"),
                   ("num_configurable", "num_configurable"))
 
@@ -106,6 +106,8 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
     if {"honoured", "config"} <= set(df.columns):
         _check_honoured(rows, rel, report)
     _check_labels(rows, rel, report)
+    if "timing_cpus" in df.columns:
+        _check_timing_cpus(rows, rel, report)
     with_row = rows.filter(pl.col("npz_row").is_not_null() & pl.col("graph_id").is_not_null())
     dup = with_row.filter(pl.struct("graph_id", "npz_row").is_duplicated())
     if dup.height:
@@ -159,6 +161,24 @@ def _check_labels(rows: pl.DataFrame, rel: str, report: Report) -> None:
                     + (f" ({part.height} control rows)" if part.height > 1 else "")
                     + ": labels of this graph claim differences noise can produce", rel,
                     key="relative_ci_low", index=row["__row"])
+
+
+def _check_timing_cpus(rows: pl.DataFrame, rel: str, report: Report) -> None:
+    """A graph's labels must come from runs on as many CPUs: one-core runs (``--isolation
+    pin``, ``--timing-lanes``) separate configs differently from all-core runs, so a resumed
+    collection that changed them mixes two measurements in one ranking."""
+    timed = rows.filter(pl.col("timing_cpus").is_not_null() & pl.col("graph_id").is_not_null())
+    for (gid,), part in timed.group_by("graph_id", maintain_order=True):
+        counts = part.get_column("timing_cpus").value_counts(sort=True)
+        if counts.height < 2:
+            continue
+        usual = counts.row(0)[0]
+        odd = part.filter(pl.col("timing_cpus") != usual).row(0, named=True)
+        report.emit("dataset.timing_cpus_mixed",
+                    f"graph {gid!r}: rows timed on {sorted(counts.get_column('timing_cpus'))} "
+                    f"CPUs (this row {odd['timing_cpus']}, most rows {usual}): its ranking "
+                    "mixes one-core and all-core runs", rel, key="timing_cpus",
+                    index=odd["__row"])
 
 
 def check_graph_against_npz(row: dict, index: int, summary: NpzSummary, refs: ConfigRefs,
