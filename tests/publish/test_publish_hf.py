@@ -207,3 +207,24 @@ def test_cli_publish(source_dataset: Path, tmp_path: Path):
     res = runner.invoke(main, args)
     assert res.exit_code == 1 and "not empty" in " ".join(res.output.split())
     assert runner.invoke(main, [*args, "--overwrite"]).exit_code == 0
+
+
+def test_card_says_how_many_cpus_the_timed_rows_could_use(source_dataset: Path):
+    """One-core and all-core labels are different measurements: the card counts each."""
+    from tpugraphs_tools.publish._card import _collection
+    from tpugraphs_tools.publish._info import provenance
+
+    ds = Dataset.open(source_dataset)
+    plain = provenance(ds.manifest, ds.graphs(), ds.configs())
+    assert plain.timing_cpus == {}
+    assert "CPUs the timed runs" not in "\n".join(_collection(plain))
+    ok = pl.col("status") == "ok"
+    configs = ds.configs().with_columns(
+        pl.when(ok & pl.col("is_default")).then(None).when(ok).then(1).otherwise(None)
+        .cast(pl.Int64).alias("timing_cpus"))
+    timed = configs.filter(pl.col("timing_cpus").is_not_null()).height
+    assert timed
+    p = provenance(ds.manifest, ds.graphs(), configs)
+    assert p.timing_cpus == {"1": timed}
+    assert f"all-core labels are different measurements): 1: {timed}." in \
+        "\n".join(_collection(p))

@@ -207,3 +207,15 @@ def test_stats_show_headroom_and_the_noise_ceiling_per_graph(source_dataset: Pat
     assert "over 1 graphs" in stats.label_summary()
     plain = compute_stats(ds.graphs(), configs.drop("relative_ci_low", "relative_ci_high"))
     assert plain.label_summary().endswith("noise ceiling: no CI: ceiling unknown")
+
+
+def test_report_facts_count_the_cpus_timed_rows_could_use(source_dataset: Path):
+    from tpugraphs_tools.publish._report import _facts
+
+    ds = Dataset.open(source_dataset)
+    assert _facts(ds.manifest, ds.scan("configs"))["timed on"] == "not recorded"
+    configs = ds.configs().with_columns(
+        pl.when(pl.col("status") == "ok").then(2).otherwise(None).cast(pl.Int64)
+        .alias("timing_cpus"))
+    ok = configs.filter(pl.col("status") == "ok").height
+    assert _facts(ds.manifest, configs.lazy())["timed on"] == f"2 CPUs: {ok} rows"

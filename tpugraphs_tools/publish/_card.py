@@ -111,6 +111,9 @@ def _collection(p: Provenance) -> list[str]:
     ]
     if p.repeats:
         lines.append(f"- **Timed repeats per config**: {p.repeats[0]}–{p.repeats[1]}.")
+    if p.timing_cpus:
+        lines.append("- **CPUs the timed runs could use** (config rows per count; one-core and "
+                     f"all-core labels are different measurements): {_facts(p.timing_cpus)}.")
     return [*lines, "", "### Timing method", "", "\n\n".join(p.timing) or "No timings."]
 
 

@@ -67,6 +67,7 @@ class Provenance:
     xla_flags: list[str]
     strategies: dict[str, int]            # config rows per search strategy
     statuses: dict[str, int]              # config rows per status
+    timing_cpus: dict[str, int]           # timed config rows per CPUs they ran on
     repeats: tuple[int, int] | None       # fewest and most timed repeats of a config
     programs: int
     graphs: int
@@ -156,6 +157,7 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
         if "xla_flags" in graphs.columns else [],
         strategies=_counts(configs, "strategy"),
         statuses=_counts(configs, "status"),
+        timing_cpus=_counts(configs, "timing_cpus"),
         repeats=(min(repeats), max(repeats)) if repeats else None,
         programs=graphs["program"].n_unique() if not graphs.is_empty() else 0,
         graphs=graphs.height,

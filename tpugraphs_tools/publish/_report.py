@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
+from tpugraphs_tools.publish._info import _counts
 from tpugraphs_tools.publish._report_html import report_html
 from tpugraphs_tools.publish._report_plots import write_plots
 from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
@@ -22,12 +25,17 @@ class ReportResult:
     stats: ReportStats
 
 
-def _facts(manifest: dict) -> dict[str, str]:
+def _facts(manifest: dict, configs: pl.LazyFrame) -> dict[str, str]:
+    """Provenance lines; the CPUs timed rows could use, since one-core and all-core labels
+    are different measurements."""
+    cpus = ", ".join(f"{n} CPUs: {rows} rows" for n, rows in _counts(configs, "timing_cpus")
+                     .items()) or "not recorded"
     devices = ", ".join(f"{d.get('platform')} {d.get('device_kind')}".strip()
                         for d in manifest.get("devices") or []) or "none recorded"
     return {"tgt": str(manifest.get("tgt_version")),
             "jax": f"{manifest.get('jax_version')} (jaxlib {manifest.get('jaxlib_version')})",
             "devices": devices,
+            "timed on": cpus,
             "updated": str(manifest.get("updated_at"))}
 
 
@@ -47,6 +55,7 @@ def write_report(data: str | Path, out: str | Path, *, overwrite: bool = False) 
     overwrite = overwrite or _is_old_report(Path(out))
     with staged_dir(out, overwrite) as stage:
         plots = write_plots(stats, stage)
-        (stage / PAGE).write_text(report_html(title, stats, plots, _facts(dataset.manifest)))
+        facts = _facts(dataset.manifest, dataset.scan("configs"))
+        (stage / PAGE).write_text(report_html(title, stats, plots, facts))
     out = Path(out)
     return ReportResult(out, out / PAGE, [name for name, _, _ in plots], stats)
