@@ -105,7 +105,7 @@ class PublishInfo:
         return sum(s.size for s in self.shards if s.table == table)
 
 
-def _counts(frame: pl.DataFrame | pl.LazyFrame, column: str) -> dict[str, int]:
+def value_counts(frame: pl.DataFrame | pl.LazyFrame, column: str) -> dict[str, int]:
     """Value → count of a column (a lazy frame is aggregated without loading it)."""
     if column not in frame.collect_schema().names():
         return {}
@@ -130,7 +130,7 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
             .collect(engine="streaming").row(0)
         repeats = [v for v in (lo, hi) if v is not None]
     total = int(configs.select(pl.len()).collect(engine="streaming").item())
-    sources = _counts(graphs, "source")
+    sources = value_counts(graphs, "source")
     measured = graphs.filter(pl.col("source") != "tpugraphs") if graphs.height else graphs
     collected = set(measured["collection"].to_list()) if measured.height else set()
     timing = [TIMING_COMMON] if collected else []
@@ -144,20 +144,20 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
         updated_at=manifest.get("updated_at"),
         jax_version=manifest.get("jax_version"),
         jaxlib_version=manifest.get("jaxlib_version"),
-        graph_jax_versions=_counts(graphs, "jax_version"),
+        graph_jax_versions=value_counts(graphs, "jax_version"),
         python_version=manifest.get("python_version"),
         numpy_version=manifest.get("numpy_version"),
         host={k: host.get(k) for k in ("platform", "machine", "processor", "cpu_count")},
         devices=manifest.get("devices") or [],
         backends=dict(backends.most_common()),
         sources=sources,
-        collections=_counts(graphs, "collection"),
-        hlo_stages=_counts(graphs, "hlo_stage"),
+        collections=value_counts(graphs, "collection"),
+        hlo_stages=value_counts(graphs, "hlo_stage"),
         xla_flags=sorted({v for v in graphs["xla_flags"].to_list() if v})
         if "xla_flags" in graphs.columns else [],
-        strategies=_counts(configs, "strategy"),
-        statuses=_counts(configs, "status"),
-        timing_cpus=_counts(configs, "timing_cpus"),
+        strategies=value_counts(configs, "strategy"),
+        statuses=value_counts(configs, "status"),
+        timing_cpus=value_counts(configs, "timing_cpus"),
         repeats=(min(repeats), max(repeats)) if repeats else None,
         programs=graphs["program"].n_unique() if not graphs.is_empty() else 0,
         graphs=graphs.height,

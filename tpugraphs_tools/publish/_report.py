@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from tpugraphs_tools.publish._info import _counts
+from tpugraphs_tools.publish._info import value_counts
 from tpugraphs_tools.publish._report_html import report_html
 from tpugraphs_tools.publish._report_plots import write_plots
 from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
@@ -28,7 +28,7 @@ class ReportResult:
 def _facts(manifest: dict, configs: pl.LazyFrame) -> dict[str, str]:
     """Provenance lines; the CPUs timed rows could use, since one-core and all-core labels
     are different measurements."""
-    cpus = ", ".join(f"{n} CPUs: {rows} rows" for n, rows in _counts(configs, "timing_cpus")
+    cpus = ", ".join(f"{n} CPUs: {rows} rows" for n, rows in value_counts(configs, "timing_cpus")
                      .items()) or "not recorded"
     devices = ", ".join(f"{d.get('platform')} {d.get('device_kind')}".strip()
                         for d in manifest.get("devices") or []) or "none recorded"
