@@ -55,3 +55,26 @@ def test_pinned_moves_the_threads_already_running() -> None:
     finally:
         release.set()
         worker.join()
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux CPU affinity")
+def test_pinned_reaches_the_threads_xla_runs_programs_on() -> None:
+    """The threads XLA's CPU client started before the block (where it runs programs) are on
+    the pinned CPU inside it: the fix ``--timing-lanes`` needed, checked on real XLA threads."""
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda a: (a @ a).sum())
+    step(jnp.ones((128, 128))).block_until_ready()   # XLA's pool threads exist now
+    cpu = min(os.sched_getaffinity(0))
+    threads = [int(t) for t in os.listdir("/proc/self/task")]
+    assert len(threads) > 1
+    with processes.pinned({cpu}):
+        step(jnp.ones((128, 128))).block_until_ready()
+        masks = {}
+        for tid in threads:
+            try:
+                masks[tid] = os.sched_getaffinity(tid)
+            except OSError:   # a thread that ended meanwhile
+                continue
+        assert masks and all(m == {cpu} for m in masks.values()), masks

@@ -96,14 +96,6 @@ def pinned(cpus: set[int] | None) -> Iterator[None]:
         pin(before)
 
 
-def affinity_size() -> int | None:
-    """CPUs this thread may run on now (None where the platform does not say)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return None
-
-
 def available_cpus() -> list[int]:
     try:
         return sorted(os.sched_getaffinity(0))

@@ -30,7 +30,7 @@ from tpugraphs_tools.measure.engines import (
 )
 from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Go, Job, SessionSpec
 from tpugraphs_tools.measure.processes import (
-    affinity_size,
+    available_cpus,
     die_with_parent,
     pin,
     pinned,
@@ -234,7 +234,7 @@ def _time_batch(batch: _Loaded, engine: Engine, cpus: set[int] | None = None
     labelled: list[ConfigResult] = []
     paused = 0.0
     with pinned(cpus):
-        timing_cpus = affinity_size()
+        timing_cpus = len(available_cpus())   # what this process may run on while timing
         if batch.loaded is not None:
             labelled, paused = _warm_and_label(batch, engine)
     timed = iter(dataclasses.replace(r, status=REPEAT if r.repeat_of is not None else r.status,
