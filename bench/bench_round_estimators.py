@@ -27,58 +27,13 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from bench_timing_noise import PROGRAMS
-
-
-class Copy:
-    """One loaded copy of the program: run it blocked (as tgt does) or just dispatch it."""
-
-    def __init__(self, exe: object, inputs: list) -> None:
-        self.exe, self.inputs = exe, inputs
-
-    def __call__(self) -> object:
-        from tpugraphs_tools.measure import compile as C
-
-        return C.run(self.exe, self.inputs)
-
-    def dispatch(self) -> list:
-        return self.exe.execute_sharded(self.inputs).disassemble_into_single_device_arrays()
-
-
-def load_copies(program: str, items: int, copies: int) -> tuple[list[Copy], list[list[Copy]]]:
-    """``copies`` loaded copies of the default and of each of ``items`` A/A items, copy j of
-    every program loaded together (as the measurement worker loads), each run twice."""
-    import jax
-
-    from tpugraphs_tools import _xla_compat as X
-    from tpugraphs_tools.collect.graphs import lower_program
-    from tpugraphs_tools.hlo import parse_hlo_text
-    from tpugraphs_tools.measure import compile as C
-    from tpugraphs_tools.programs import ProgramArgs
-
-    _, src = lower_program(program, ProgramArgs(**PROGRAMS[program]))
-    signature = C.entry_signature(parse_hlo_text(src.text, source=program))
-    inputs = C.make_inputs(signature, 0, None)
-    device = jax.devices()[0]
-    blob = X.serialize_executable(C.compile_text(src.text, signature, None, None), device)
-    groups: list[list[Copy]] = [[] for _ in range(items + 1)]
-    for _ in range(copies):
-        for group in groups:
-            copy = Copy(X.deserialize_executable(blob, device), inputs)
-            copy()
-            copy()
-            group.append(copy)
-    return groups[0], groups[1:]
-
-
-def trimmed_mean(values: np.ndarray, trim: float = 0.2) -> float:
-    x = np.sort(values)
-    g = int(trim * x.size)
-    return float(x[g:x.size - g].mean())
+from bench_timing_noise import PROGRAMS, load_copies
 
 
 def shipped_estimates(log_ratios: list[np.ndarray]) -> list[float]:
-    return [trimmed_mean(x) for x in log_ratios]
+    from tpugraphs_tools.measure.robust_stats import trimmed_stats
+
+    return [trimmed_stats(x)[0] for x in log_ratios]
 
 
 def adjacent_estimates(items: np.ndarray, logs: np.ndarray, count: int) -> list[float]:
@@ -129,7 +84,7 @@ def main() -> int:
     args = parser.parse_args()
     from tpugraphs_tools.measure.sampling import calibrate, timed_sample
 
-    default, loaded = load_copies(args.program, args.items, args.copies)
+    default, loaded = load_copies(args.program, args.copies, args.items, args.copies)
     k = calibrate(default[0], 1e6)
 
     def sampler(dispatch: str) -> Callable[[int, int], tuple[float, float]]:

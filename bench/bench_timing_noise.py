@@ -30,6 +30,22 @@ PROGRAMS = {"resnet18": {"preset": "tiny", "batch": 1},
             "transformer": {"preset": "small", "batch": 1}}
 
 
+class Copy:
+    """One loaded copy: called, it runs blocked until ready (as tgt times it); ``dispatch``
+    only starts a run (bench_round_estimators.py times runs dispatched back to back)."""
+
+    def __init__(self, exe: object, inputs: list) -> None:
+        self.exe, self.inputs = exe, inputs
+
+    def __call__(self) -> object:
+        from tpugraphs_tools.measure import compile as C
+
+        return C.run(self.exe, self.inputs)
+
+    def dispatch(self) -> list:
+        return self.exe.execute_sharded(self.inputs).disassemble_into_single_device_arrays()
+
+
 def load_copies(program: str, defaults: int, items: int, copies: int):
     """Loaded copies of the program's default executable as no-arg callables: ``defaults``
     for the default, ``copies`` for each of ``items`` A/A items. Loaded interleaved (copy j
@@ -49,12 +65,11 @@ def load_copies(program: str, defaults: int, items: int, copies: int):
     device = jax.devices()[0]
     blob = X.serialize_executable(C.compile_text(src.text, signature, None, None), device)
 
-    def load():
-        exe = X.deserialize_executable(blob, device)
-        run = lambda: C.run(exe, inputs)  # noqa: E731
-        run()
-        run()
-        return run
+    def load() -> Copy:
+        copy = Copy(X.deserialize_executable(blob, device), inputs)
+        copy()
+        copy()
+        return copy
 
     default: list = []
     loaded: list[list] = [[] for _ in range(items)]
