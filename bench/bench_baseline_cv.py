@@ -12,6 +12,8 @@ ceiling; each ablation changes one thing and scores the model only, on the same 
     prune          --prune: configurable nodes and their neighbours only (Kaggle 1st place)
     pad-minus-one  --pad-minus-one: node layouts as −1-padded categories (Kaggle 1st place)
     attention      --cross-config-attention (Kaggle 1st place)
+    sure-pairs     --loss sure-pairs: trained only on the pairs whose label CIs are disjoint
+    sure-pairs+default-slots   both
 
 Intervals are 95% t intervals over the seeds' own means (a seed is one split), so two methods
 can be compared by whether their intervals overlap. Each run is its own process, and its
@@ -53,6 +55,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "prune": {"prepare": {"prune": True}},
     "pad-minus-one": {"prepare": {"pad_minus_one": True}},
     "attention": {"cross_config_attention": True},
+    "sure-pairs": {"train": {"loss": "sure-pairs"}},
+    "sure-pairs+default-slots": {"train": {"loss": "sure-pairs"},
+                                 "prepare": {"default_slots": True}},
 }
 LAYOUT_METRICS = ("kendall_tau", "kendall_tau_sure", "opa", "slowdown@5")
 TILE_METRICS = ("kaggle_tile_score", "opa", "kendall_tau", "slowdown@5")
@@ -61,8 +66,9 @@ TILE_METRICS = ("kaggle_tile_score", "opa", "kendall_tau", "slowdown@5")
 def options(variant: str, seed: int, epochs: int) -> BaselineOptions:
     change = VARIANTS[variant]
     prepare = PrepareOptions(seed=seed, **change.get("prepare", {}))
-    rest = {k: v for k, v in change.items() if k != "prepare"}
-    return BaselineOptions(train=TrainConfig(epochs=epochs, lr=2e-3, seed=seed),
+    rest = {k: v for k, v in change.items() if k not in ("prepare", "train")}
+    train = TrainConfig(epochs=epochs, lr=2e-3, seed=seed, **change.get("train", {}))
+    return BaselineOptions(train=train,
                            prepare=prepare, holdout="programs",
                            collection=None if variant == "model" else "layout", **rest)
 

@@ -48,6 +48,7 @@ class Batch(NamedTuple):
     graph_cfg: np.ndarray   # float32 [B, C, Ft] tile config features (layout: Ft = 0)
     target: np.ndarray      # float32 [B, C] runtime rank within the graph (ties equal)
     valid: np.ndarray       # float32 [B, C]
+    bounds: np.ndarray      # float32 [B, C, 2] label CI on the log-runtime scale (losses.py)
 
 
 class Stale(NamedTuple):
@@ -78,21 +79,34 @@ def config_slots(g: PreparedGraph) -> int:
     return int(g.cfg_feat.shape[-1]) if g.info.spec.per_node_configs else LAYOUT_SLOTS
 
 
+def log_bounds(g: PreparedGraph, rows: np.ndarray) -> np.ndarray:
+    """float32 [r, 2]: the rows' label CIs as log runtimes; the label itself where unknown."""
+    log = np.log(np.maximum(np.asarray(g.runtime[rows], np.float64), 1e-30))
+    out = np.stack([log, log], axis=-1)
+    if g.label_ci is not None:
+        factor = np.asarray(g.label_ci[rows], np.float64)
+        known = np.isfinite(factor).all(axis=-1) & (factor > 0).all(axis=-1)
+        out[known] += np.log(factor[known])
+    return out.astype(np.float32)
+
+
 def config_arrays(items: list[Item], *, batch_graphs: int, configs: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(graph_cfg [B, C, Ft], target [B, C], valid [B, C]) of ``items``."""
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(graph_cfg [B, C, Ft], target [B, C], valid [B, C], bounds [B, C, 2]) of ``items``."""
     g0 = items[0].graph
     ft = 0 if g0.info.spec.per_node_configs else g0.cfg_feat.shape[1]
     graph_cfg = np.zeros((batch_graphs, configs, ft), np.float32)
     target = np.zeros((batch_graphs, configs), np.float32)
     valid = np.zeros((batch_graphs, configs), np.float32)
+    bounds = np.zeros((batch_graphs, configs, 2), np.float32)
     for slot, it in enumerate(items):
         cc = it.configs.size
         target[slot, :cc] = rankdata(it.graph.runtime[it.configs], method="min")
         valid[slot, :cc] = 1.0
+        bounds[slot, :cc] = log_bounds(it.graph, it.configs)
         if ft:
             graph_cfg[slot, :cc] = it.graph.cfg_feat[it.configs]
-    return graph_cfg, target, valid
+    return graph_cfg, target, valid, bounds
 
 
 def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
@@ -144,14 +158,14 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
     indeg = np.bincount(senders[:m], minlength=N).astype(np.float32)
     outdeg = np.bincount(receivers[:m], minlength=N).astype(np.float32)
     deg = indeg + outdeg + 1.0
-    graph_cfg, target, valid = config_arrays(items, batch_graphs=B, configs=C)
+    graph_cfg, target, valid, bounds = config_arrays(items, batch_graphs=B, configs=C)
     return Batch(
         opcode, feat, extra, layout_cat, node_seg, node_mask, senders, receivers, edge_mask,
         1.0 / np.maximum(indeg, 1.0), 1.0 / np.maximum(outdeg, 1.0),
         (1.0 / np.sqrt(deg[senders] * deg[receivers]) * edge_mask).astype(np.float32),
         (1.0 / deg).astype(np.float32), cfg_node, (np.arange(K) < k).astype(np.float32),
         cfg_feat, seg_graph, (np.arange(S) < len(segs)).astype(np.float32), graph_cfg,
-        target, valid)
+        target, valid, bounds)
 
 
 def dummy_batch(g: PreparedGraph, *, batch_graphs: int, configs: int) -> Batch:
@@ -169,4 +183,5 @@ def dummy_batch(g: PreparedGraph, *, batch_graphs: int, configs: int) -> Batch:
         z(k, np.float32), np.full((k, configs if per_node else 1, config_slots(g)), -1,
                                   np.int32),
         z(1, np.int32), np.ones(1, np.float32), z((batch_graphs, configs, ft), np.float32),
-        z((batch_graphs, configs), np.float32), np.ones((batch_graphs, configs), np.float32))
+        z((batch_graphs, configs), np.float32), np.ones((batch_graphs, configs), np.float32),
+        z((batch_graphs, configs, 2), np.float32))

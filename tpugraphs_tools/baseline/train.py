@@ -78,19 +78,19 @@ def functions(model_cfg: ModelConfig, loss_name: str, lr: float) -> Functions:
     def step(params, opt_state, batch: Batch, stale: Stale):
         def loss(p):
             pred, seg = model.apply(p, batch, stale)
-            return loss_fn(pred, batch.target, batch.valid), seg
+            return loss_fn(pred, batch.target, batch.valid, batch.bounds), seg
 
         (value, seg), grads = jax.value_and_grad(loss, has_aux=True)(params)
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, value, seg
 
-    def head_step(params, opt_state, graph_emb, graph_cfg, target, valid):
+    def head_step(params, opt_state, graph_emb, graph_cfg, target, valid, bounds):
         def loss(head):
             p = {"params": {**params["params"], "head": head}}
             # flax's apply returns (out, state) only when given mutable=
             pred = cast(jax.Array, model.apply(p, graph_emb, graph_cfg, valid,
                                                method=CostModel.score))
-            return loss_fn(pred, target, valid)
+            return loss_fn(pred, target, valid, bounds)
 
         value, grads = jax.value_and_grad(loss)(params["params"]["head"])
         updates, opt_state = head_tx.update(grads, opt_state)
@@ -189,9 +189,9 @@ class Trainer:
             chunk = train[i:i + self.cfg.batch_graphs]
             items = [Item(g, tuple(range(g.num_segments)), self._sample_configs(g))
                      for g in chunk]
-            emb, graph_cfg, target, valid = self._graph_inputs(items)
+            emb, graph_cfg, target, valid, bounds = self._graph_inputs(items)
             self.params, self.head_opt_state, value = self.fns.head_step(
-                self.params, self.head_opt_state, emb, graph_cfg, target, valid)
+                self.params, self.head_opt_state, emb, graph_cfg, target, valid, bounds)
             losses.append(float(value))
         return float(np.mean(losses)) if losses else float("nan")
 
@@ -223,7 +223,7 @@ class Trainer:
                 emb = self._graph_embedding(g, configs)
             graph_emb = np.zeros((self.cfg.batch_graphs, self.cn, emb.shape[-1]), np.float32)
             graph_emb[0] = emb
-            graph_cfg, _, valid = config_arrays([Item(g, (), configs)],
+            graph_cfg, _, valid, _ = config_arrays([Item(g, (), configs)],
                                                 batch_graphs=self.cfg.batch_graphs, configs=c)
             pred = np.asarray(self.fns.score(self.params, graph_emb, graph_cfg, valid))
             out[configs] = pred[0, :configs.size]

@@ -44,8 +44,10 @@ _COLUMNS = {
               help="Hidden width of every layer.")
 @click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True,
               help="Graph layers.")
-@click.option("--loss", type=click.Choice(["listmle", "hinge"]), default="listmle",
-              show_default=True, help="ListMLE or pairwise hinge (margin 0.1).")
+@click.option("--loss", type=click.Choice(["listmle", "hinge", "sure-pairs"]),
+              default="listmle", show_default=True,
+              help="ListMLE, pairwise hinge (margin 0.1), or logistic over the pairs whose "
+                   "label CIs are disjoint (sure-pairs).")
 @click.option("--lr", type=float, default=1e-3, show_default=True, help="Learning rate.")
 @click.option("--configs-per-graph", type=click.IntRange(min=2), default=16, show_default=True,
               help="Configs of a graph ranked together in one training step.")
