@@ -106,3 +106,11 @@ def test_batch_bounds_are_the_label_cis_in_log_runtime() -> None:
     np.testing.assert_allclose(bounds[0, :3], expected, rtol=1e-6)
     assert valid[0].tolist() == [1, 1, 1, 0] and not valid[1].any()
     assert target[0, :3].tolist() == [1, 2, 3]
+
+
+def test_cli_offers_every_loss() -> None:
+    from tpugraphs_tools.baseline.losses import LOSSES
+    from tpugraphs_tools.cli.baseline_cmd import baseline
+
+    (option,) = [o for o in baseline.params if o.name == "loss"]
+    assert set(option.type.choices) == set(LOSSES)

@@ -79,12 +79,13 @@ def config_slots(g: PreparedGraph) -> int:
     return int(g.cfg_feat.shape[-1]) if g.info.spec.per_node_configs else LAYOUT_SLOTS
 
 
-def log_bounds(g: PreparedGraph, rows: np.ndarray) -> np.ndarray:
-    """float32 [r, 2]: the rows' label CIs as log runtimes; the label itself where unknown."""
-    log = np.log(np.maximum(np.asarray(g.runtime[rows], np.float64), 1e-30))
+def log_bounds(runtime: np.ndarray, factor: np.ndarray | None) -> np.ndarray:
+    """float32 [r, 2]: label CIs (``factor`` [r, 2], CI / label, NaN unknown) as log
+    runtimes; the label itself where the CI is unknown."""
+    log = np.log(np.maximum(np.asarray(runtime, np.float64), 1e-30))
     out = np.stack([log, log], axis=-1)
-    if g.label_ci is not None:
-        factor = np.asarray(g.label_ci[rows], np.float64)
+    if factor is not None:
+        factor = np.asarray(factor, np.float64)
         known = np.isfinite(factor).all(axis=-1) & (factor > 0).all(axis=-1)
         out[known] += np.log(factor[known])
     return out.astype(np.float32)
@@ -100,10 +101,12 @@ def config_arrays(items: list[Item], *, batch_graphs: int, configs: int
     valid = np.zeros((batch_graphs, configs), np.float32)
     bounds = np.zeros((batch_graphs, configs, 2), np.float32)
     for slot, it in enumerate(items):
-        cc = it.configs.size
-        target[slot, :cc] = rankdata(it.graph.runtime[it.configs], method="min")
+        cc, g = it.configs.size, it.graph
+        runtime = g.runtime[it.configs]
+        target[slot, :cc] = rankdata(runtime, method="min")
         valid[slot, :cc] = 1.0
-        bounds[slot, :cc] = log_bounds(it.graph, it.configs)
+        ci = g.label_ci[it.configs] if g.label_ci is not None else None
+        bounds[slot, :cc] = log_bounds(runtime, ci)
         if ft:
             graph_cfg[slot, :cc] = it.graph.cfg_feat[it.configs]
     return graph_cfg, target, valid, bounds
