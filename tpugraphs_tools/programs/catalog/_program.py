@@ -141,7 +141,7 @@ def build(entry: CatalogEntry, args: ProgramArgs) -> tuple[Callable, tuple]:
     preset = entry.dims[args.preset]
     dims = Dims(seq=args.seq_len or preset.seq, image=args.image_size or preset.image)
     shape = kwargs.get("image_shape")
-    if shape and shape[0] is not None:  # a fixed input size follows the image size asked for
+    if shape and len(shape) == 3 and shape[0] is not None and dims.image:  # follows --image-size
         kwargs = {**kwargs, "image_shape": (dims.image, dims.image, shape[-1])}
     try:
         model = build_model(entry, kwargs, args.dtype)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 
 from tpugraphs_tools.errors import UnknownProgramError
-from tpugraphs_tools.programs.catalog import _decoders, _encoders, _vision
+from tpugraphs_tools.programs.catalog import _composite, _decoders, _encoders, _vision
 from tpugraphs_tools.programs.catalog._entry import PREFIX, PRESETS, CatalogEntry
 from tpugraphs_tools.programs.registry import Program, ProgramArgs, register
 
 ENTRIES: tuple[CatalogEntry, ...] = (*_decoders.ENTRIES, *_encoders.ENTRIES,
-                                         *_vision.ENTRIES)
+                                         *_vision.ENTRIES, *_composite.ENTRIES)
 
 
 def catalog_entries() -> list[CatalogEntry]:
