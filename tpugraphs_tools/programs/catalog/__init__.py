@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from tpugraphs_tools.programs.catalog._backend import EXTRA, keras_hub_version
 from tpugraphs_tools.programs.catalog._entry import FAMILIES, PREFIX, CatalogEntry
-from tpugraphs_tools.programs.catalog._registry import catalog_entries, entry_of
+from tpugraphs_tools.programs.catalog._registry import (
+    catalog_entries,
+    catalog_status,
+    entry_of,
+)
 
-__all__ = ["EXTRA", "FAMILIES", "PREFIX", "CatalogEntry", "catalog_entries", "entry_of",
-           "keras_hub_version"]
+__all__ = ["EXTRA", "FAMILIES", "PREFIX", "CatalogEntry", "catalog_entries", "catalog_status",
+           "entry_of", "keras_hub_version"]

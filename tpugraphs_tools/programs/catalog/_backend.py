@@ -20,14 +20,10 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from tpugraphs_tools.errors import InstallError, ProgramError
+from tpugraphs_tools.errors import InstallError, KerasBackendError
 
 EXTRA = "catalog"
 INSTALL_HINT = f"pip install 'tpugraphs-tools[{EXTRA}]'"
-
-
-class KerasBackendError(ProgramError):
-    """Raised when keras runs (or is told to run) a backend other than jax."""
 
 
 def _check_environment() -> None:

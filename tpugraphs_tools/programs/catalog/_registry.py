@@ -47,3 +47,18 @@ def _register_all() -> None:
 
 
 _register_all()
+
+
+def catalog_status() -> list[str]:
+    """Lines for `tgt programs` under the table: the extra to install, classes not covered."""
+    from tpugraphs_tools.programs.catalog._backend import INSTALL_HINT, keras_hub_version
+    from tpugraphs_tools.programs.catalog._status import class_notes
+
+    version = keras_hub_version()
+    lines = [f"keras-hub catalog: {len(ENTRIES)} entries; "
+             + (f"keras-hub {version} installed" if version else
+                f"keras-hub is not installed, building one needs: {INSTALL_HINT}")]
+    for cls, (alias, why) in sorted(class_notes().items()):
+        if not alias and why:
+            lines.append(f"  keras-hub {cls}: {why}")
+    return lines
