@@ -50,7 +50,6 @@ def _opcodes(module: Any) -> set[str]:
 
 def lower_one(name: str, preset: str, mode: str) -> dict[str, Any]:
     """Lower, featurize and compile one program; sizes, seconds and the opcodes it uses."""
-    import jax
 
     from tpugraphs_tools.features import featurize
     from tpugraphs_tools.hlo import from_lowered
@@ -99,7 +98,7 @@ def _tgt(*args: str, timeout: float) -> tuple[int, float, str]:
 
 
 def collect_one(name: str, collection: str, configs: int, max_kernels: int,
-                timeout: float) -> dict[str, Any]:
+                timing: list[str], timeout: float) -> dict[str, Any]:
     """``tgt collect`` then ``tgt validate`` on a fresh directory; clean = both exit 0.
 
     Tile collections keep ``max_kernels`` kernels per program (every kernel of a tiny
@@ -109,8 +108,9 @@ def collect_one(name: str, collection: str, configs: int, max_kernels: int,
         out = os.path.join(tmp, "data")
         rc, secs, tail = _tgt("collect", "--program", name, "--preset", "tiny",
                               "--collection", collection, "--configs", str(configs),
-                              *kernels, "--out", out, timeout=timeout)
-        record: dict[str, Any] = {"collect_rc": rc, "collect_s": round(secs, 1)}
+                              *kernels, *timing, "--out", out, timeout=timeout)
+        record: dict[str, Any] = {"collect_rc": rc, "collect_s": round(secs, 1),
+                                  "timing": " ".join(timing) or "default"}
         if rc != 0:
             return {**record, "clean": False, "error": tail}
         rc, _secs, tail = _tgt("validate", out, timeout=timeout)
@@ -119,14 +119,14 @@ def collect_one(name: str, collection: str, configs: int, max_kernels: int,
 
 
 def run_collect(names: Iterable[str], collections: list[str], configs: int,
-                max_kernels: int, timeout: float, path: Path) -> None:
+                max_kernels: int, timing: list[str], timeout: float, path: Path) -> None:
     results = _load(path)
     for name in names:
         for collection in collections:
             key = f"{name}|{collection}"
             if key in results:
                 continue
-            results[key] = collect_one(name, collection, configs, max_kernels, timeout)
+            results[key] = collect_one(name, collection, configs, max_kernels, timing, timeout)
             print(key, results[key], file=sys.stderr, flush=True)
             _save(path, results)
 
@@ -228,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     col.add_argument("--configs", type=int, default=4)
     col.add_argument("--max-kernels", type=int, default=2, help="tile: kernels per program")
     col.add_argument("--timeout", type=float, default=900.0, help="seconds per command")
+    col.add_argument("--timing", default="",
+                     help="extra timing flags, e.g. '--engine fixed --fixed-rounds 3' (the "
+                          "check is that each entry collects and validates, not its labels)")
     col.add_argument("--programs", default="", help="comma-separated (default: all)")
     rep = sub.add_parser("report", help="the docs table from both JSON files")
     rep.add_argument("--lower", type=Path, default=Path("catalog-lower.json"))
@@ -245,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         run_lower(names, ns.preset, ns.json)
     elif ns.cmd == "collect":
         names = [n for n in ns.programs.split(",") if n] or catalog
-        run_collect(names, ns.collections.split(","), ns.configs, ns.max_kernels, ns.timeout,
-                    ns.json)
+        run_collect(names, ns.collections.split(","), ns.configs, ns.max_kernels,
+                    ns.timing.split(), ns.timeout, ns.json)
     else:
         body = report(ns.lower, ns.collect, ns.preset)
         print(body)

@@ -34,8 +34,9 @@ def _bert_like(layers: int, heads: int, d: int, ffn: int, vocab: int, **extra: A
 def _encoder(name: str, backbone: str, base: dict, small: dict, tiny: dict, source: str,
              inputs=SEGMENTS, classifier: bool = True, **extra: Any) -> CatalogEntry:
     prefix = backbone.removesuffix("Backbone")
-    task = {"task": f"{prefix}TextClassifier", "task_kwargs": {"num_classes": 2},
-            "target": "classes"} if classifier else {}
+    task: dict[str, Any] = {"task": f"{prefix}TextClassifier",
+                            "task_kwargs": {"num_classes": 2},
+                            "target": "classes"} if classifier else {}
     return CatalogEntry(
         name=name, backbone=backbone, family="encoder",
         sizes={"tiny": scaled(base, **tiny), "small": scaled(base, **small), "base": base},

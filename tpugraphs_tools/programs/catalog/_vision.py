@@ -27,8 +27,9 @@ CLASSES = 1000
 def _vision(name: str, backbone: str, family: str, base: dict, small: dict, tiny: dict,
             source: str, classifier: bool = True, **extra: Any) -> CatalogEntry:
     prefix = backbone.removesuffix("Backbone")
-    head = {"task": f"{prefix}ImageClassifier", "task_kwargs": {"num_classes": CLASSES},
-            "target": "classes"} if classifier else {}
+    head: dict[str, Any] = {"task": f"{prefix}ImageClassifier",
+                            "task_kwargs": {"num_classes": CLASSES},
+                            "target": "classes"} if classifier else {}
     fields: dict[str, Any] = {"inputs": IMAGES, "dims": IMAGE_DIMS,
                               "optimizer": "sgd" if family == "convnet" else "adamw",
                               **head, **extra}
@@ -44,7 +45,7 @@ def _resnet(filters: list[int], blocks: list[int], block: str, stem: int = 64) -
             "stackwise_num_strides": [1] + [2] * (len(filters) - 1), "block_type": block}
 
 
-EFFICIENTNET_B0 = {
+EFFICIENTNET_B0: dict[str, Any] = {
     "stackwise_width_coefficients": [1.0] * 7, "stackwise_depth_coefficients": [1.0] * 7,
     "stackwise_squeeze_and_excite_ratios": [0.25] * 7,
     "stackwise_kernel_sizes": [3, 3, 5, 3, 5, 5, 3],
