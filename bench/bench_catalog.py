@@ -15,13 +15,14 @@ Two modes, both resumable (results accumulate in a JSON file, one record per ent
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -71,20 +72,27 @@ def lower_one(name: str, preset: str, mode: str) -> dict[str, Any]:
             "opcodes": sorted(_opcodes(src.module))}
 
 
-def run_lower(names: Iterable[str], preset: str, path: Path) -> None:
+def _accumulate(path: Path, jobs: Iterable[tuple[str, Callable[[], dict[str, Any]]]]) -> None:
+    """Run each ``(key, job)`` not yet in the JSON file at ``path``, saving after each one."""
     results = _load(path)
-    for name in names:
-        for mode in MODES:
-            key = f"{name}|{preset}|{mode}"
-            if key in results:
-                continue
-            try:
-                results[key] = {"ok": True, **lower_one(name, preset, mode)}
-            except Exception as exc:  # the table lists every failure with its reason
-                results[key] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+    for key, job in jobs:
+        if key not in results:
+            results[key] = job()
             print(key, {k: v for k, v in results[key].items() if k != "opcodes"},
                   file=sys.stderr, flush=True)
             _save(path, results)
+
+
+def _lowered(name: str, preset: str, mode: str) -> dict[str, Any]:
+    try:
+        return {"ok": True, **lower_one(name, preset, mode)}
+    except Exception as exc:  # the table lists every failure with its reason
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
+def run_lower(names: Iterable[str], preset: str, path: Path) -> None:
+    _accumulate(path, ((f"{n}|{preset}|{m}", functools.partial(_lowered, n, preset, m))
+                       for n in names for m in MODES))
 
 
 def _tgt(*args: str, timeout: float) -> tuple[int, float, str]:
@@ -120,15 +128,9 @@ def collect_one(name: str, collection: str, configs: int, max_kernels: int,
 
 def run_collect(names: Iterable[str], collections: list[str], configs: int,
                 max_kernels: int, timing: list[str], timeout: float, path: Path) -> None:
-    results = _load(path)
-    for name in names:
-        for collection in collections:
-            key = f"{name}|{collection}"
-            if key in results:
-                continue
-            results[key] = collect_one(name, collection, configs, max_kernels, timing, timeout)
-            print(key, results[key], file=sys.stderr, flush=True)
-            _save(path, results)
+    _accumulate(path, ((f"{n}|{c}", functools.partial(collect_one, n, c, configs, max_kernels,
+                                                       timing, timeout))
+                       for n in names for c in collections))
 
 
 def _reference_opcodes() -> set[str]:
