@@ -10,12 +10,17 @@ PIN    := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 
 .PHONY: demo test lint bench clean venv
 
+# keras-hub as the catalog extra in pyproject.toml pins it, installed without its tensorflow
+# requirements (dev lists the light ones): docs/programs.md, "Catalog programs".
+export KERAS_HUB_SPEC = import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["catalog"] if r.startswith("keras-hub")))
+
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]' $(PIN)
+	$(BIN)/pip install --quiet --no-deps "$$($(BIN)/python -c "$$KERAS_HUB_SPEC")" $(PIN)
 	touch $(STAMP)
 
 # End to end on a small default program: collect graphs + configs, validate, summarise.

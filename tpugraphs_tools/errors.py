@@ -11,6 +11,7 @@ Tree::
     │   ├── XlaCompatError    jax/jaxlib without a binding tgt needs
     │   └── RayUnavailableError
     ├── ProgramError          programs/: building a JAX program
+    │   ├── KerasBackendError keras runs (or is told to run) a backend other than jax
     │   ├── UnknownProgramError (KeyError)
     │   └── ProgramArgsError (ValueError)
     │       └── UnknownPresetError
@@ -60,6 +61,10 @@ class RayUnavailableError(InstallError):
 
 class ProgramError(TgtError):
     """Raised when a zoo or user program cannot be found or built."""
+
+
+class KerasBackendError(ProgramError):
+    """Raised for a catalog program when keras runs, or is told to run, a non-jax backend."""
 
 
 class UnknownProgramError(ProgramError, KeyError):

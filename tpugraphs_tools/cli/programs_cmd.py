@@ -18,13 +18,15 @@ def programs(measure_preset: str | None) -> None:
 
     Sizes are instructions of the un-optimized HLO (all computations, batch 1, float32) in
     infer / train mode, as recorded by `python -m tpugraphs_tools.programs.sizes --json`.
+    The keras-hub catalog (`keras_hub/<name>`, the `catalog` extra) follows the zoo, then the
+    keras-hub classes it has no entry for, with the reason.
 
     \b
     Example:
       tgt programs
       tgt programs --measure tiny
     """
-    from tpugraphs_tools.programs import list_programs
+    from tpugraphs_tools.programs import catalog_status, list_programs
     from tpugraphs_tools.programs.sizes import measure, recorded_sizes
 
     recorded = recorded_sizes()
@@ -39,7 +41,7 @@ def programs(measure_preset: str | None) -> None:
     table.add_column("description")
     table.add_column("preset: instructions (infer / train)")
     for prog in list_programs():
-        if measure_preset:
+        if measure_preset and not prog.unavailable:
             if measure_preset in prog.presets:
                 counts = [measure(prog.name, measure_preset, m) for m in ("infer", "train")]
                 cell = f"{measure_preset}: {counts[0]:,} / {counts[1]:,}"
@@ -50,5 +52,9 @@ def programs(measure_preset: str | None) -> None:
             cell = "\n".join(
                 f"{p}: {known[p][0]:,} / {known[p][1]:,}" if p in known else f"{p}: -"
                 for p in prog.presets)
+        if prog.unavailable:
+            cell = f"cannot be built: {prog.unavailable}"
         table.add_row(prog.name, prog.description, cell)
     terminal.print(table)
+    for line in catalog_status():
+        terminal.print(line)

@@ -4,6 +4,7 @@
 tpugraphs_tools.programs.sizes``): not imported here, so running it does not import it twice.
 """
 
+from tpugraphs_tools.programs.catalog import catalog_status
 from tpugraphs_tools.programs.registry import (
     Program,
     ProgramArgs,
@@ -21,6 +22,7 @@ __all__ = [
     "ProgramArgs",
     "ProgramArgsError",
     "UnknownPresetError",
+    "catalog_status",
     "default_args",
     "get_program",
     "list_programs",

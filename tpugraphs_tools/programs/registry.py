@@ -77,6 +77,10 @@ class Program:
     defaults: Mapping[str, Mapping[str, Any]] = field(
         default_factory=dict, compare=False, hash=False, repr=False
     )
+    # Where the program comes from: "zoo" (hand-written here) or a catalog ("keras_hub").
+    origin: str = "zoo"
+    # Why it cannot be built on the supported versions (listed by `tgt programs`, not hidden).
+    unavailable: str | None = None
 
 
 _REGISTRY: dict[str, Program] = {}
@@ -88,10 +92,12 @@ def register(program: Program) -> Program:
     return program
 
 
-def list_programs() -> list[Program]:
-    """Registered programs sorted by name (user ``module:fn`` programs are not listed)."""
+def list_programs(origin: str | None = None) -> list[Program]:
+    """Registered programs sorted by name, all or those of one ``origin`` ("zoo", "keras_hub");
+    user ``module:fn`` programs are not listed."""
     _load_builtins()
-    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)
+            if origin is None or _REGISTRY[k].origin == origin]
 
 
 def get_program(name: str) -> Program:
@@ -201,4 +207,5 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         importlib.import_module("tpugraphs_tools.programs.zoo")  # modules call register()
+        importlib.import_module("tpugraphs_tools.programs.catalog")  # no keras import
         _BUILTINS_LOADED = True

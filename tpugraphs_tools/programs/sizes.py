@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--batch", type=int, default=1)
     ns = parser.parse_args(argv)
-    names = [n for n in ns.programs.split(",") if n] or [p.name for p in list_programs()]
+    names = [n for n in ns.programs.split(",") if n] or [p.name for p in list_programs("zoo")]
     presets = [p for p in ns.presets.split(",") if p]
     if ns.json:
         write_json(names, presets)
