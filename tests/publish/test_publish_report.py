@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -56,8 +57,12 @@ def test_stats_per_program_and_status(source_dataset: Path):
     rows = configs.filter(pl.col("graph_id").is_in(program_ids.to_list()))
     measured = rows.filter((pl.col("status") == "ok") & ~pl.col("is_default"))
     assert mlp.graphs == 2 and mlp.configs == rows.height
-    assert sorted(mlp.relative) == sorted(measured["relative_to_default"].to_list())
-    assert mlp.best_speedup == pytest.approx(1 / measured["relative_to_default"].min())
+    values = measured["relative_to_default"].to_numpy()
+    box = mlp.relative_box
+    assert box is not None and box.count == values.size
+    assert (box.q1, box.median, box.q3) == pytest.approx(np.percentile(values, [25, 50, 75]))
+    assert mlp.median_relative == pytest.approx(np.median(values))
+    assert mlp.best_speedup == pytest.approx(1 / values.min())
     assert mlp.errors == rows.filter(pl.col("status").str.ends_with("error")).height
     assert sum(stats.configs_per_graph) == configs.height
 

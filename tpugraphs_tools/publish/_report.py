@@ -10,6 +10,7 @@ import polars as pl
 from tpugraphs_tools.publish._info import value_counts
 from tpugraphs_tools.publish._report_html import report_html
 from tpugraphs_tools.publish._report_plots import write_plots
+from tpugraphs_tools.publish._report_stats import COLUMNS as STATS_COLUMNS
 from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import Dataset
@@ -50,7 +51,8 @@ def write_report(data: str | Path, out: str | Path, *, overwrite: bool = False) 
     """Compute the stats of ``data`` and write ``out/index.html`` + PNGs (replaced whole)."""
     check_separate(data, out)
     dataset = Dataset.open(data)
-    stats = compute_stats(dataset.graphs(), dataset.scan("configs"))
+    stats = compute_stats(dataset.graphs(),
+                          lambda: dataset.key_batches("configs", list(STATS_COLUMNS)))
     title = f"Dataset report: {Path(data).resolve().name}"
     overwrite = overwrite or _is_old_report(Path(out))
     with staged_dir(out, overwrite) as stage:

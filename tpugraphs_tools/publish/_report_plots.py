@@ -47,22 +47,23 @@ def _top(programs: list[ProgramStats], key: Callable[[ProgramStats], float]
 
 
 def relative_runtime(stats: ReportStats, ax: Any) -> None:
-    shown = _top([p for p in stats.programs if p.relative], lambda p: len(p.relative))
+    shown = _top([p for p in stats.programs if p.relative_box],
+                 lambda p: p.relative_box.count if p.relative_box else 0)
     if not shown:
         _empty(ax, "measured non-default configs")
         return
     shown.sort(key=lambda p: p.program, reverse=True)
-    ax.boxplot([p.relative for p in shown], orientation="horizontal", showfliers=True,
-               tick_labels=[p.program for p in shown])
+    boxes = [p.relative_box for p in shown if p.relative_box]
+    ax.bxp([b.bxp(p.program) for p, b in zip(shown, boxes, strict=True)],
+           orientation="horizontal", showfliers=True)
     ax.axvline(1.0, color="#c62828", linestyle="--", linewidth=1, label="default")
     ax.set_xscale("log")
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda v, _pos: f"{v:g}")
     ax.xaxis.set_major_formatter(plain)
-    values = [v for p in shown for v in p.relative]
-    if max(values) / min(values) < 50:  # few decades: label the 2..9 ticks too
-        ax.xaxis.set_minor_formatter(plain)
+    if max(b.high for b in boxes) / min(b.low for b in boxes) < 50:  # few decades: label
+        ax.xaxis.set_minor_formatter(plain)                           # the 2..9 ticks too
     ax.set_xlabel("runtime / default runtime (log scale; < 1 is faster)")
     ax.legend(loc="lower right")
 

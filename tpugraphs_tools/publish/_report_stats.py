@@ -1,13 +1,22 @@
 """The numbers behind ``tgt report``: per-program runtimes, speed-ups, statuses, sizes, and how
-sure the labels are (CI widths, the A/A control rows' noise floor)."""
+sure the labels are (CI widths, the A/A control rows' noise floor).
+
+The configs table is read in batches of whole graphs (``Dataset.key_batches``): counts are
+summed, per-graph figures computed on each graph's rows, and medians and boxes come from
+``_quantiles`` (exact, a few re-reads at most), so memory does not grow with the table.
+"""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
+from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
 
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result",
@@ -24,7 +33,7 @@ class ProgramStats:
     ok: int
     skipped: int
     errors: int
-    relative: list[float]  # relative_to_default of ok non-default configs
+    relative_box: Box | None  # relative_to_default of ok non-default configs
     best_speedup: float | None  # default / best runtime (>1: a config beat the default)
     median_relative: float | None
     ci_half_width: float | None = None  # median 95% CI half-width of ok non-default labels
@@ -67,117 +76,154 @@ class ReportStats:
                 f"{'–' if math.isnan(sure) else f'{sure:.3f}'}) over {pooled.graphs} graphs")
 
 
-def _status_counts(configs: pl.LazyFrame) -> dict[str, int]:
-    found = dict(configs.group_by("status").len().collect(engine="streaming").iter_rows())
+Batches = Callable[[], Iterable[pl.DataFrame]]  # the configs table, re-readable
+COLUMNS = ("graph_id", "status", "is_default", "relative_to_default", "relative_ci_low",
+           "relative_ci_high")
+_HALF = (pl.col("relative_ci_high") - pl.col("relative_ci_low")) / 2
+_NOT_DEFAULT = ~pl.col("is_default").fill_null(False)
+_MEASURED = (pl.col("status") == "ok") & _NOT_DEFAULT & (pl.col("relative_to_default") > 0)
+_LABELLED = ((pl.col("status") == "ok") & _NOT_DEFAULT & pl.col("relative_ci_low").is_not_null())
+_CONTROL = (pl.col("status") == "control") & pl.col("relative_ci_low").is_not_null()
+
+
+def _source(configs: pl.DataFrame | pl.LazyFrame | Batches) -> Batches:
+    """Frames and lazy frames become one batch (whole graphs, trivially)."""
+    if isinstance(configs, pl.LazyFrame):
+        names = configs.collect_schema().names()
+        frame = configs.select([c for c in COLUMNS if c in names]).collect(engine="streaming")
+        return lambda: [frame]
+    if isinstance(configs, pl.DataFrame):
+        frame = configs
+        return lambda: [frame]
+    return configs
+
+
+def _values(batch: pl.DataFrame) -> Iterator[tuple[Hashable, np.ndarray]]:
+    """The values medians and boxes are taken of, by (what, program; None: all programs)."""
+    names = set(batch.columns)
+    if "relative_to_default" not in names:
+        return
+    streams = [("relative", _MEASURED, pl.col("relative_to_default"), False)]
+    if {"relative_ci_low", "relative_ci_high"} <= names:
+        streams += [("ci", _LABELLED, _HALF / pl.col("relative_to_default"), False),
+                    ("floor", _CONTROL, _HALF, True)]
+    for what, rows, value, overall in streams:
+        picked = batch.filter(rows.fill_null(False)).select("program", value.alias("v")) \
+            .drop_nulls("v")
+        if overall and picked.height:
+            yield (what, None), picked.get_column("v").to_numpy()
+        for (program,), part in picked.group_by("program"):
+            if program is not None:
+                yield (what, program), part.get_column("v").to_numpy()
+
+
+class _Tally:
+    """Everything but medians and boxes, summed over batches of whole graphs."""
+
+    def __init__(self, graphs: pl.DataFrame) -> None:
+        self.graphs = graphs
+        self.programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
+        self.statuses: Counter[object] = Counter()
+        self.per_program: dict[str, Counter[str]] = {}
+        self.per_graph: Counter[tuple[str, str]] = Counter()  # (graph, "n" | "ok")
+        self.labels: list[GraphLabels] = []
+        self.quantiles = Quantiles()
+
+    def with_program(self, batch: pl.DataFrame) -> pl.DataFrame:
+        return batch.select([c for c in COLUMNS if c in batch.columns]).with_columns(
+            pl.col("graph_id").replace_strict(self.programs_of, default=None,
+                                              return_dtype=pl.String).alias("program"))
+
+    def add(self, batch: pl.DataFrame) -> None:
+        batch = self.with_program(batch)
+        for status, n in batch.group_by("status").len().iter_rows():
+            self.statuses[status] += n
+        for group, values in _values(batch):
+            self.quantiles.add(group, values)
+        for program, pairs in _separation(batch).items():
+            self.per_program.setdefault(program, Counter()).update(pairs)
+        self.labels += label_stats(self.graphs, batch.lazy())
+        configs = batch.filter(pl.col("status") != "control")  # not configs: batch checks
+        counts = configs.group_by("program").agg(
+            pl.len().alias("configs"),
+            (pl.col("status") == "ok").sum().alias("ok"),
+            pl.col("status").is_in(SKIPPED_STATUSES).sum().alias("skipped"),
+            pl.col("status").is_in(ERROR_STATUSES).sum().alias("errors"))
+        for row in counts.iter_rows(named=True):
+            self.per_program.setdefault(row.pop("program"), Counter()).update(row)
+        has_ci = {"relative_ci_low", "relative_ci_high"} <= set(batch.columns)
+        controls = batch.filter(_CONTROL.fill_null(False)) if has_ci else batch.clear()
+        for (program,), part in controls.group_by("program"):
+            held = part.filter((pl.col("relative_ci_low") <= 1.0)
+                               & (pl.col("relative_ci_high") >= 1.0))
+            self.per_program.setdefault(program, Counter()).update(
+                {"controls": part.height, "controls_held": held.height})
+        for gid, n, ok in configs.group_by("graph_id").agg(
+                pl.len(), (pl.col("status") == "ok").sum()).iter_rows():
+            self.per_graph[(gid, "n")] += n
+            self.per_graph[(gid, "ok")] += ok
+
+
+def _status_counts(found: Counter[object]) -> dict[str, int]:
+    found = Counter({k: v for k, v in found.items() if v})
     ordered = {s: int(found.pop(s)) for s in STATUS_ORDER if s in found}
-    return {**ordered, **{str(k): int(v) for k, v in sorted(found.items())}}
+    return {**ordered, **{str(k): int(v) for k, v in sorted(found.items(), key=str)}}
 
 
-def _median(values: list[float]) -> float:
-    """Polars' median (what the report always showed), as a plain float."""
-    median = pl.Series(values, dtype=pl.Float64).median()
-    assert isinstance(median, float)  # a non-empty float series has a float median
-    return median
-
-
-def compute_stats(graphs: pl.DataFrame, configs: pl.DataFrame | pl.LazyFrame) -> ReportStats:
+def compute_stats(graphs: pl.DataFrame,
+                  configs: pl.DataFrame | pl.LazyFrame | Batches) -> ReportStats:
     """Everything the report shows, from the two tables alone (group-bys, no per-row Python).
 
-    ``configs`` may be a lazy scan: it is only aggregated (streaming), never loaded whole.
+    ``configs``: a frame, or a callable that yields the table in batches of whole graphs
+    (read once, then again only for a median whose value a first read cannot pin down).
     """
-    programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
-    configs = configs.lazy()
-    present = set(configs.collect_schema().names())
-    configs = configs.select([c for c in ("graph_id", "status", "is_default",
-                                          "relative_to_default", "relative_ci_low",
-                                          "relative_ci_high") if c in present])
-    statuses = _status_counts(configs)
-    configs = configs.with_columns(
-        pl.col("graph_id").replace_strict(programs_of, default=None).alias("program"))
-    noise = _noise(configs)
-    separation = _separation(configs)
-    labels = label_stats(graphs, configs)
-    configs = configs.filter(pl.col("status") != "control")  # not configs: batch checks
-    measured = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
-                & (pl.col("relative_to_default") > 0))
-    agg = configs.group_by("program").agg(
-        pl.len().alias("configs"),
-        (pl.col("status") == "ok").sum().alias("ok"),
-        pl.col("status").is_in(SKIPPED_STATUSES).sum().alias("skipped"),
-        pl.col("status").is_in(ERROR_STATUSES).sum().alias("errors"),
-        pl.col("relative_to_default").filter(measured).alias("relative"),
-    ).collect(engine="streaming")
-    by_program = {r["program"]: r for r in agg.iter_rows(named=True)}
+    source = _source(configs)
+    tally = _Tally(graphs)
+    for batch in source():
+        tally.add(batch)
+    boxed = [("relative", p) for p in tally.programs_of.values()]
+    medians, boxes = summarize(
+        tally.quantiles, lambda: (v for b in source() for v in _values(tally.with_program(b))),
+        boxed)
     graph_counts = dict(graphs.group_by("program").len().iter_rows())
     per_program: list[ProgramStats] = []
     for program in sorted(graph_counts):
-        row = by_program.get(program, {})
-        relative = [float(v) for v in row.get("relative") or []]
+        counts = tally.per_program.get(program, Counter())
+        box = boxes.get(("relative", program))
         per_program.append(ProgramStats(
             program=program, graphs=int(graph_counts[program]),
-            configs=int(row.get("configs") or 0), ok=int(row.get("ok") or 0),
-            skipped=int(row.get("skipped") or 0), errors=int(row.get("errors") or 0),
-            relative=relative,
-            best_speedup=1.0 / min(relative) if relative else None,
-            median_relative=_median(relative) if relative else None,
-            **noise.get(program, {}),
-            **separation.get(program, {}),
-        ))
-    per_graph = configs.group_by("graph_id").agg(
-        pl.len().alias("n"), (pl.col("status") == "ok").sum().alias("ok")
-    ).collect(engine="streaming")
-    counts = dict(per_graph.select("graph_id", "n").iter_rows())
-    ok = dict(per_graph.select("graph_id", "ok").iter_rows())
+            configs=counts["configs"], ok=counts["ok"], skipped=counts["skipped"],
+            errors=counts["errors"], relative_box=box,
+            best_speedup=1.0 / box.low if box else None,
+            median_relative=box.median if box else None,
+            ci_half_width=medians.get(("ci", program)), controls=counts["controls"],
+            controls_held=counts["controls_held"], noise_floor=medians.get(("floor", program)),
+            pairs=counts["pairs"], pairs_separated=counts["pairs_separated"]))
     ids = graphs["graph_id"].to_list()
     return ReportStats(
         graphs=graphs.height,
-        configs=int(per_graph["n"].sum()),
-        statuses=statuses,
+        configs=sum(v for (_, what), v in tally.per_graph.items() if what == "n"),
+        statuses=_status_counts(tally.statuses),
         programs=per_program,
         num_nodes=[int(n) for n in graphs["num_nodes"].to_list()],
-        configs_per_graph=[int(counts.get(g, 0)) for g in ids],
-        ok_per_graph=[int(ok.get(g, 0)) for g in ids],
+        configs_per_graph=[int(tally.per_graph[(g, "n")]) for g in ids],
+        ok_per_graph=[int(tally.per_graph[(g, "ok")]) for g in ids],
         collections=dict(sorted(graphs.group_by("collection").len().iter_rows()))
         if graphs.height else {},
         controls=sum(p.controls for p in per_program),
         controls_held=sum(p.controls_held for p in per_program),
-        noise_floor=noise.get(None, {}).get("noise_floor"),
+        noise_floor=medians.get(("floor", None)),
         pairs=sum(p.pairs for p in per_program),
         pairs_separated=sum(p.pairs_separated for p in per_program),
-        labels=labels,
+        labels=sorted(tally.labels, key=lambda g: g.graph_id),
     )
 
 
-def _noise(configs: pl.LazyFrame) -> dict[str | None, dict]:
-    """Per program (and None: the whole dataset): label CI widths and A/A control figures."""
-    if not {"relative_ci_low", "relative_ci_high"} <= set(configs.collect_schema().names()):
-        return {}
-    half = (pl.col("relative_ci_high") - pl.col("relative_ci_low")) / 2
-    labelled = ((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
-                & pl.col("relative_ci_low").is_not_null())
-    control = (pl.col("status") == "control") & pl.col("relative_ci_low").is_not_null()
-    exprs = [
-        (half / pl.col("relative_to_default")).filter(labelled).median().alias("ci_half_width"),
-        control.sum().alias("controls"),
-        (control & (pl.col("relative_ci_low") <= 1.0) & (pl.col("relative_ci_high") >= 1.0))
-        .sum().alias("controls_held"),
-        half.filter(control).median().alias("noise_floor"),
-    ]
-    out: dict[str | None, dict] = {
-        r.pop("program"): r
-        for r in configs.group_by("program").agg(exprs).collect(engine="streaming").to_dicts()}
-    if not out:
-        return {}
-    out[None] = configs.select(exprs).collect(engine="streaming").to_dicts()[0]
-    return {k: {**v, "controls": int(v["controls"]), "controls_held": int(v["controls_held"])}
-            for k, v in out.items()}
-
-
-def _separation(configs: pl.LazyFrame) -> dict[str, dict[str, int]]:
+def _separation(configs: pl.DataFrame) -> dict[str, dict[str, int]]:
     """Per program: config pairs within a graph whose labels carry CIs, and how many of those
     CIs are disjoint (the orders the labels claim). Per graph, each interval counts the
     intervals that start above its end (a sorted search: no pair list, any graph size)."""
-    if not {"relative_ci_low", "relative_ci_high"} <= set(configs.collect_schema().names()):
+    if not {"relative_ci_low", "relative_ci_high"} <= set(configs.columns):
         return {}
     labelled = configs.filter((pl.col("status") == "ok") & pl.col("relative_ci_low").is_not_null()
                               & pl.col("relative_ci_high").is_not_null())
@@ -187,6 +233,6 @@ def _separation(configs: pl.LazyFrame) -> dict[str, dict[str, int]]:
             pl.col("relative_ci_high"), side="right")).cast(pl.Int64).sum().alias("apart"))
     per_program = per_graph.group_by("program").agg(
         (pl.col("n") * (pl.col("n") - 1) // 2).sum().alias("pairs"),
-        pl.col("apart").sum().alias("pairs_separated")).collect(engine="streaming")
+        pl.col("apart").sum().alias("pairs_separated"))
     return {r.pop("program"): {k: int(v) for k, v in r.items()}
             for r in per_program.to_dicts()}

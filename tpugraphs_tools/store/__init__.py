@@ -3,6 +3,7 @@
 from tpugraphs_tools.store.atomic import CACHE_DIR, JOURNAL, TEMP_MARK, WORK_DIR
 from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id, write_npz
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
+from tpugraphs_tools.store.key_batches import WholeKeys, key_batches, last_rows
 from tpugraphs_tools.store.label_stats import (
     LABEL_COLUMNS,
     Z95,
@@ -17,14 +18,44 @@ from tpugraphs_tools.store.label_stats import (
 )
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, jax_versions, now, sha256_file
 from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir, to_arrow_table
-from tpugraphs_tools.store.tables import Part, TableInfo, parts_for_key, table_info
+from tpugraphs_tools.store.tables import ROW_GROUP_ROWS, Part, TableInfo, parts_for_key, table_info
 
 __all__ = [
-    "CACHE_DIR", "FORMAT_VERSION", "JOURNAL", "LABEL_COLUMNS", "MANIFEST", "TEMP_MARK",
-    "WORK_DIR", "Z95", "Dataset", "Headroom", "NoiseCeiling", "Part", "TableInfo", "Transaction",
-    "arrow_schema", "disjoint_pairs", "graph_label_stats", "graph_to_networkx", "headroom",
-    "jax_versions", "load_schema", "log_se", "make_graph_id", "networkx_to_arrays",
-    "noise_ceiling", "now", "parts_for_key", "schema_dir", "sha256_file", "shared_log_se",
+    "CACHE_DIR",
+    "FORMAT_VERSION",
+    "JOURNAL",
+    "LABEL_COLUMNS",
+    "MANIFEST",
+    "ROW_GROUP_ROWS",
+    "TEMP_MARK",
+    "WORK_DIR",
+    "Z95",
+    "Dataset",
+    "Headroom",
+    "NoiseCeiling",
+    "Part",
+    "TableInfo",
+    "Transaction",
+    "WholeKeys",
+    "arrow_schema",
+    "disjoint_pairs",
+    "graph_label_stats",
+    "graph_to_networkx",
+    "headroom",
+    "jax_versions",
+    "key_batches",
+    "last_rows",
+    "load_schema",
+    "log_se",
+    "make_graph_id",
+    "networkx_to_arrays",
+    "noise_ceiling",
+    "now",
+    "parts_for_key",
+    "schema_dir",
+    "sha256_file",
+    "shared_log_se",
     "table_info",
-    "to_arrow_table", "write_npz",
+    "to_arrow_table",
+    "write_npz",
 ]

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from tpugraphs_tools.errors import DatasetError, FormatVersionError
 from tpugraphs_tools.store import atomic, tables
+from tpugraphs_tools.store.key_batches import key_batches
 from tpugraphs_tools.store.manifest import (
     FORMAT_VERSION,
     MANIFEST,
@@ -114,6 +115,15 @@ class Dataset:
             for (gid,), group in frame.sort(info.key, "config_index").group_by(
                     info.key, maintain_order=True):
                 yield str(gid), group
+
+    def key_batches(self, name: str, columns: list[str]) -> Iterator[pl.DataFrame]:
+        """``columns`` of a big table in bounded batches, each holding every row of the keys
+        (graphs) in it: per-graph figures without the table in memory (key_batches.py)."""
+        info = self.table_info(name)
+        try:
+            yield from key_batches(self.root, info, columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise DatasetError(f"{self.root}: unreadable {name} table: {exc}") from None
 
     def count_rows(self, name: str) -> int:
         return self.table_info(name).rows
