@@ -51,6 +51,7 @@ class ConfigRow(TypedDict):
     process_sd: ReadOnly[float | None]
     runs_per_sample: ReadOnly[int | None]
     timing_cpus: ReadOnly[int | None]
+    timer: ReadOnly[str | None]
     max_abs_error: ReadOnly[float | None]
     compile_seconds: ReadOnly[float | None]
     measure_seconds: ReadOnly[float | None]

@@ -98,6 +98,7 @@ class ConfigResult:
     default_samples_ns: list[int] | None = None
     processes: int = 1                    # measurement processes the label averages
     process_sd: float | None = None       # between-process SD (log scale) in its CI
+    timer: str | None = None              # how its samples were timed (device_timer.TIMERS)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # frozen: set once, here

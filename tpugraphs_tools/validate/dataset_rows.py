@@ -23,7 +23,9 @@ from tpugraphs_tools.validate.report import Report
 GRAPHS = "graphs.parquet"
 # The configs columns the row rules below read: validate holds only these of a part together.
 CONFIG_COLUMNS = ("graph_id", "status", "npz_row", "runtime_min_ns", "honoured", "config",
-                  "relative_to_default", "relative_ci_low", "relative_ci_high", "timing_cpus")
+                  "relative_to_default", "relative_ci_low", "relative_ci_high", "timing_cpus",
+                  "timer", "realized")
+TIMED_BY = ("host", "cupti", "profiler")  # configs ``timer`` besides "mixed" (schema enum)
 _COUNT_COLUMNS = (("num_nodes", "num_nodes"), ("num_edges", "num_edges"),
                   ("num_configurable", "num_configurable"))
 
@@ -108,6 +110,10 @@ def check_configs(df: pl.DataFrame, rel: str, report: Report) -> ConfigRefs:
     _check_labels(rows, rel, report)
     if "timing_cpus" in df.columns:
         _check_timing_cpus(rows, rel, report)
+    if "timer" in df.columns:
+        _check_timer(rows, rel, report)
+    if "realized" in df.columns:
+        _check_tile_requests(rows, rel, report)
     with_row = rows.filter(pl.col("npz_row").is_not_null() & pl.col("graph_id").is_not_null())
     dup = with_row.filter(pl.struct("graph_id", "npz_row").is_duplicated())
     if dup.height:
@@ -182,6 +188,37 @@ def _check_timing_cpus(rows: pl.DataFrame, rel: str, report: Report) -> None:
                     f"CPUs (this row {odd['timing_cpus']}, most rows {usual}): its ranking "
                     "mixes runs on different numbers of CPUs", rel, key="timing_cpus",
                     index=odd["__row"])
+
+
+def _check_timer(rows: pl.DataFrame, rel: str, report: Report) -> None:
+    """Host and device time are different quantities (launch included or not), so one
+    graph's labels must share one ``timer`` (its values are checked by the schema's enum)."""
+    timer = pl.col("timer")
+    timed = rows.filter(timer.is_in(TIMED_BY) & pl.col("graph_id").is_not_null())
+    mixed = rows.filter((timer == "mixed").fill_null(False))
+    several = timed.group_by("graph_id").agg(timer.n_unique().alias("n")) \
+        .filter(pl.col("n") > 1).get_column("graph_id")
+    for gid in [*several.to_list(), *mixed.get_column("graph_id").unique().to_list()][:1]:
+        part = rows.filter(pl.col("graph_id") == gid)
+        names = sorted(part.get_column("timer").drop_nulls().unique().to_list())
+        odd = part.filter(timer.is_not_null()).row(-1, named=True)
+        report.emit("dataset.timer_mixed", f"graph {gid!r}: labels timed by {names}: its "
+                    "ranking mixes host and device time", rel, key="timer", index=odd["__row"])
+
+
+def _check_tile_requests(rows: pl.DataFrame, rel: str, report: Report) -> None:
+    """Counts ok configs whose tile read back differs from the request (tile rows only)."""
+    ok = rows.filter((pl.col("status") == "ok").fill_null(False)
+                     & pl.col("realized").str.contains('"matches_request"').fill_null(False))
+    if not ok.height:
+        return
+    other = ok.filter(pl.col("realized").str.contains('"matches_request": false'))
+    if other.height:
+        row = other.row(0, named=True)
+        report.emit("dataset.tile_not_as_requested", f"{other.height} of {ok.height} ok tile "
+                    f"configs compiled to another tile than requested (first: graph "
+                    f"{row['graph_id']!r}); their features encode the tile that ran", rel,
+                    key="realized", index=row["__row"])
 
 
 def check_graph_against_npz(row: dict, index: int, summary: NpzSummary, refs: ConfigRefs,
