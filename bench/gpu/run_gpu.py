@@ -118,7 +118,7 @@ def plan(s: Settings, data: Path) -> list[Step]:
                            str(s.tile_configs)], 60, "tile_more"),
         Step("layout_device", [*layout, "--program", first, "--configs",
                                str(s.layout_configs), "--timer", "device"], 40, "layout_device"),
-        Step("baseline", ["baseline", "layout", "--epochs", "5"], 30, "layout",
+        Step("baseline", ["baseline", "layout", "--epochs", "3"], 60, "layout",
              kind="baseline"),
     ]
     out: list[Step] = []
