@@ -23,10 +23,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from tpugraphs_tools.measure.results import Timer
 from tpugraphs_tools.measure.sampling import timed_sample
 
 Run = Callable[[], object]
-HOST, CUPTI, PROFILER = "host", "cupti", "profiler"
+HOST, CUPTI, PROFILER = Timer.HOST.value, Timer.CUPTI.value, Timer.PROFILER.value
 TIMERS = (HOST, CUPTI, PROFILER)
 # --timer: auto (device timer for tile kernels on a GPU, host elsewhere), device (the first
 # device timer that works), or one timer by name.

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from tpugraphs_tools.measure.results import CONTROL, OK, REPEAT, ConfigResult
+from tpugraphs_tools.measure.results import CONTROL, OK, REPEAT, ConfigResult, Timer
 from tpugraphs_tools.measure.timing import Timing
 
 TIMED = (OK, CONTROL, REPEAT)
@@ -260,4 +260,4 @@ def _merge(group: list[ConfigResult], spread: ProcessSpread,
 def _one_timer(group: list[ConfigResult]) -> str | None:
     """The processes' common timer; ``mixed`` when one fell back to another (validate warns)."""
     names = {r.timer for r in group if r.timer is not None}
-    return names.pop() if len(names) == 1 else ("mixed" if names else None)
+    return names.pop() if len(names) == 1 else (Timer.MIXED.value if names else None)
