@@ -154,6 +154,105 @@ def mlir_route_keeps_backend_config() -> bool:
     return "tgt_probe_marker" in str(_to_mlir(text))
 
 
+def _release(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def triton_override_applies_split_k() -> bool:
+    """Does XLA:GPU apply a ``split_k`` given in ``xla_gpu_override_gemm_autotuner``?
+
+    No binding tells, and a CPU machine cannot compile for a GPU, so this one is by release,
+    from what was measured: on jaxlib 0.11.2 (H200) the ``TritonGemmKey`` parser warns that
+    ``split_k`` is deprecated and every requested split_k > 1 compiled as 1 (XLA still splits
+    on its own). Older releases were not run on a GPU: tgt keeps split_k there and reads
+    back what ran (docs/versions.md)."""
+    import jaxlib
+
+    return _release(jaxlib.__version__) < (0, 11)
+
+
+# -- device kernel timers (measure/device_timer.py) --------------------------------------------
+class _CuptiRecords:
+    """CUPTI kernel activity through jax's Mosaic GPU extension (what
+    ``jax.experimental.mosaic.gpu.profiler.measure`` uses): ``_cupti_init()`` subscribes,
+    ``_cupti_get_timings(finalize)`` returns [(kernel name, ms)] (older jaxlibs take no
+    argument). CUPTI allows one subscriber: not together with the profiler timer."""
+
+    def __init__(self) -> None:
+        from jax._src.lib import mosaic_gpu  # ImportError on a jaxlib without CUDA
+
+        ext = getattr(mosaic_gpu, "_mosaic_gpu_ext", None)
+        if ext is None or not hasattr(ext, "_cupti_init") or not hasattr(
+                ext, "_cupti_get_timings"):
+            raise XlaCompatError(_missing("CUPTI timings (_mosaic_gpu_ext._cupti_init)"))
+        self.ext = ext
+
+    def start(self) -> None:
+        self.ext._cupti_init()
+
+    def stop(self) -> list[tuple[str, float]]:
+        try:
+            timings = self.ext._cupti_get_timings(False)  # keep CUPTI attached: cheaper
+        except TypeError:
+            timings = self.ext._cupti_get_timings()
+        return [(str(name), float(ms) * 1e6) for name, ms in (timings or [])]
+
+
+def cupti_kernel_records() -> Any:
+    return _CuptiRecords()
+
+
+class _ProfilerRecords:
+    """A ``jax.profiler`` trace around the runs, read back with ``jax.profiler.ProfileData``:
+    kernel events on the stream lines of ``/device:GPU:*`` planes (the planes' derived lines,
+    "XLA Ops" and the like, repeat the same time and are skipped, as are memcpy/memset)."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        import jax
+
+        self.profiler = jax.profiler
+        if not hasattr(jax.profiler, "ProfileData"):
+            raise XlaCompatError(_missing("jax.profiler.ProfileData"))
+        self.directory = tempfile.mkdtemp(prefix="tgt-trace-")
+
+    def start(self) -> None:
+        self.profiler.start_trace(self.directory)
+
+    def stop(self) -> list[tuple[str, float]]:
+        import shutil
+        from pathlib import Path
+
+        self.profiler.stop_trace()
+        files = sorted(Path(self.directory).rglob("*.xplane.pb"))
+        try:
+            if not files:
+                return []
+            data = self.profiler.ProfileData.from_file(str(files[-1]))
+            out = []
+            for plane in data.planes:
+                if not plane.name.startswith("/device:GPU"):
+                    continue
+                for line in plane.lines:
+                    if not line.name.lower().startswith("stream"):
+                        continue
+                    out += [(e.name, float(e.duration_ns)) for e in line.events
+                            if not e.name.lower().startswith(("memcpy", "memset"))]
+            return out
+        finally:
+            for path in Path(self.directory).iterdir():
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def profiler_kernel_records() -> Any:
+    return _ProfilerRecords()
+
+
 # -- executables -----------------------------------------------------------------------------
 def serialize_executable(executable: Any, device: Any) -> bytes:
     return device.client.serialize_executable(executable)

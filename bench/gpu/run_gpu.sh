@@ -1,17 +1,30 @@
 #!/usr/bin/env bash
-# First real GPU collection (docs/gpu.md). On a machine with jax[cuda] already installed:
+# The prepared device check (docs/gpu.md): bench/gpu/run_gpu.sh OUT [--dry-run]
 #
-#   bench/gpu/run_gpu.sh [OUT_DIR] [extra args for run_gpu.py]
-#
-# Runs tgt from this source tree (PYTHONPATH, no install), ≤ 10 minutes on one GPU. Results:
-# OUT_DIR/results.{json,md}, OUT_DIR/run.log, OUT_DIR/{layout,tile}/ (datasets).
-set -euo pipefail
+# Runs tgt from this source tree (PYTHONPATH, no install) on a machine whose Python has jax with
+# CUDA. Packages tgt needs that the machine lacks (polars, pymetis, jsonschema and its
+# dependencies on the H200 machines) are installed from wheels carried next to this script,
+# bench/gpu/wheels/*.whl (or $TGT_WHEELS/*.whl; bench/gpu/README.md says how to fetch them),
+# into a private directory: nothing is downloaded. ≤ 8 min wall; OUT gets ≤ 8 files.
+set -uo pipefail
+OUT="${1:?usage: bench/gpu/run_gpu.sh OUT [--dry-run]}"
+shift
 cd "$(dirname "$0")/../.."
-OUT="${1:-${OUT:-/tmp/tgt-gpu}}"
-shift || true
 PY="${PYTHON:-python3}"
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/nvidia-smi.txt" 2>&1 || true
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-timeout 590 "$PY" bench/gpu/run_gpu.py --out "$OUT" --budget-s 540 "$@" 2>&1 | tee "$OUT/run_gpu.log"
-exit "${PIPESTATUS[0]}"
+WHEELS="${TGT_WHEELS:-bench/gpu/wheels}"
+SITE="${TMPDIR:-/tmp}/tgt-gpu-site"
+if compgen -G "$WHEELS/*.whl" > /dev/null; then
+  rm -rf "$SITE"
+  if ! timeout 60 "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --target "$SITE" "$WHEELS"/*.whl > "$OUT/run.log" 2>&1; then
+    echo "installing the carried wheels failed (see $OUT/run.log)" >&2
+    exit 9
+  fi
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+fi
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+if [[ " $* " != *" --dry-run "* ]]; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/nvidia-smi.txt" 2>&1 || true
+fi
+timeout 440 "$PY" bench/gpu/run_gpu.py --out "$OUT" "$@"

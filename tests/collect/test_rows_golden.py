@@ -6,7 +6,8 @@ what the store writes (``to_arrow_table`` of the configs schema). ``data/rows_go
 recorded from the code before the typed-rows redesign (issue 26), so this proves that redesign
 changed no stored value. Record again (``python tests/collect/test_rows_golden.py``) only for a
 change meant to alter stored rows, with the diff checked by hand (2026-12-03: the configs
-column ``timing_cpus`` added a null to every row; the fixed results carry no affinity).
+column ``timing_cpus`` added a null to every row; the fixed results carry no affinity;
+2026-12-04: ``timer``, a null in every row, the fixed results name no timer).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Like test_rows_golden.py for layout: a hand-written optimized module (two fusion
 fixed config space and fixed measurement results go through ``collect_tile`` with the measurer
 replaced. ``data/tile_rows_golden.json`` was recorded from the code before the typed-rows
 redesign (issue 26); record again (``python tests/collect/test_tile_rows_golden.py``) only for
-a change meant to alter stored rows (2026-12-03: ``timing_cpus``, a null in every row).
+a change meant to alter stored rows (2026-12-03: ``timing_cpus``, a null in every row; 2026-12-04:
+``timer``, a null in every row, and the summary's ``not_as_requested``).
 """
 
 from __future__ import annotations

@@ -124,3 +124,100 @@ def test_no_gemm_fusion_reads_back_nothing():
     realized, facts = TritonGemmTiles().realized(parse_hlo_text(LOOP), tile(16, 16, 16))
     assert realized.is_default
     assert facts == {"gemm_fusion": None, "tile": None, "matches_request": False}
+
+
+# -- recorded XLA:GPU modules (jax 0.11.2, H200): tests/tile/data/gpu_h200/README.md --------
+H200 = DATA / "gpu_h200"
+
+
+def _read(name: str):
+    return parse_hlo_text((H200 / name).read_text())
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("override_32x64.hlo", tile(32, 64, 32, num_stages=3, num_warps=4)),
+    ("default_4096.hlo", tile(128, 256, 64, num_stages=3, num_warps=8)),
+    ("autotune0.hlo", tile(16, 8, 16, num_stages=1, num_warps=2)),
+])
+def test_whole_tile_read_from_recorded_nested_form(name, want):
+    """Every field observed: block_k from the dot's own backend_config sizes."""
+    realized, facts = TritonGemmTiles(split_k=True).realized(_read(name), KernelConfig())
+    assert facts["unobserved"] == [] and realized == want
+
+
+def test_forced_tile_matches_its_request_on_the_recorded_override():
+    asked = tile(32, 64, 32, split_k=None, num_stages=3, num_warps=4)
+    realized, facts = TritonGemmTiles(split_k=False).realized(_read("override_32x64.hlo"), asked)
+    assert facts["matches_request"] is True and "split_k" not in facts["agreement"]
+    assert realized.as_dict()["split_k"] == 1  # read back even when not requested
+    _, facts = TritonGemmTiles().realized(_read("override_32x64.hlo"),
+                                          tile(32, 64, 64, split_k=None, num_warps=4))
+    assert facts["agreement"]["block_k"] is False and facts["matches_request"] is False
+
+
+def test_split_k_is_a_reduce_over_the_dots_batch_dim_not_any_reduce():
+    """gpt small: XLA split the QKV GEMM in 2; the attention GEMM's softmax reduce is not
+    split-k (the first reader of this module took it for split_k 256)."""
+    from tpugraphs_tools.configs.tile_gpu_realized import gemm_fusions, read_tile
+
+    module = _read("gpt_split_k_and_softmax.hlo")
+    tiles = {f.name: read_tile(module, f) for f in gemm_fusions(module)}
+    assert tiles["gemm_fusion_dot.37"] == {"block_m": 128, "block_n": 64, "block_k": 32,
+                                           "split_k": 2, "num_stages": 3, "num_warps": 2,
+                                           "num_ctas": 1}
+    assert tiles["gemm_fusion_dot.1"]["split_k"] == 1
+    assert tiles["gemm_fusion_dot.1"]["block_k"] == 64
+
+
+def test_output_tile_follows_the_root_dims_back_to_m_and_n():
+    """bert's kernel whose dot (batch, m=512, n=128, layout {1,2,0}) sits under a bitcast root
+    (batch, n, m): the dataset read every 128×64 request back as 64×128. The recorded kernel
+    body wrapped in the nested GEMM fusion XLA makes of it, with the output tile the rows saw."""
+    body = (H200 / "bert_kernel_transposed_root.hlo").read_text().splitlines()
+    inner = "\n".join(body[2:-1])
+    text = (
+        "HloModule k\n\n%gemm_computation (parameter_0.5: bf16[128,16,128], parameter_1.5: "
+        "bf16[16,128,512]) -> f32[16,128,512] {\n" + inner + "\n}\n\n"
+        "ENTRY %main (a: bf16[128,16,128], b: bf16[16,128,512]) -> f32[16,128,512] {\n"
+        "  %a = bf16[128,16,128]{2,1,0} parameter(0)\n"
+        "  %b = bf16[16,128,512]{2,1,0} parameter(1)\n"
+        "  ROOT %gemm = f32[16,128,512]{2,1,0} fusion(%a, %b), kind=kCustom, "
+        "calls=%gemm_computation, backend_config={\"fusion_backend_config\":{\"kind\":"
+        "\"__triton_nested_gemm_fusion\",\"block_level_fusion_config\":{\"output_tiles\":"
+        "[{\"sizes\":[\"1\",\"64\",\"128\"]}],\"num_warps\":\"4\",\"num_ctas\":1,"
+        "\"num_stages\":2}}}\n}\n")
+    asked = tile(128, 64, 64, split_k=None, num_stages=2, num_warps=4)
+    _, facts = TritonGemmTiles().realized(parse_hlo_text(text), asked)
+    assert facts["tile"]["block_m"] == 128 and facts["tile"]["block_n"] == 64
+    assert facts["matches_request"] is True
+
+
+def test_split_k_left_out_where_the_override_does_not_apply_it(monkeypatch):
+    """jax 0.11.2: split_k in the override is deprecated and ran as 1: not in the space."""
+    without = TritonGemmTiles(split_k=False)
+    kernel = parse_hlo_text((H200 / "bert_kernel_transposed_root.hlo").read_text())
+    configs = without.configs(kernel)[1:]
+    assert configs and all("split_k" not in c.as_dict() for c in configs)
+    assert "split_k" not in without.compile_options(configs[0])["xla_gpu_override_gemm_autotuner"]
+    assert any("split_k" in c.as_dict() for c in TritonGemmTiles(split_k=True).configs(kernel))
+    monkeypatch.setattr("jaxlib.__version__", "0.11.2")
+    assert _xla_compat.triton_override_applies_split_k() is False
+    assert TritonGemmTiles().split_k is False
+    monkeypatch.setattr("jaxlib.__version__", "0.10.2")
+    assert _xla_compat.triton_override_applies_split_k() is True
+
+
+def test_summary_counts_configs_that_ran_another_tile_than_asked():
+    from tpugraphs_tools.collect.graphs import CollectedGraph
+    from tpugraphs_tools.collect.tile import summarize
+
+    def row(index, matches):
+        return {"status": "ok", "is_default": index == 0, "relative_to_default": 1.0,
+                "relative_ci_low": None, "relative_ci_high": None, "runtime_cv": 0.01,
+                "config": "{}", "realized": json.dumps({"matches_request": matches}),
+                "rounds": None, "stop_reason": None}
+
+    graph = CollectedGraph(None, None, {"graph_id": "g", "parent_instruction": "k"})
+    rows = [row(0, None), row(1, True), row(2, False), row(3, False)]
+    summary = summarize([(graph, rows)], {}, "gpu-triton-tiles")
+    assert summary.not_as_requested == 2

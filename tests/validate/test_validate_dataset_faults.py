@@ -209,6 +209,10 @@ CASES = [
     cfg("dataset.relative_ci_invalid", "relative_to_default", 2, 50.0),
     cfg("dataset.control_outside_ci", "relative_ci_low", 5, 1.01),
     cfg("dataset.timing_cpus_mixed", "timing_cpus", 2, 512),
+    cfg("dataset.schema_enum", "timer", 2, "gpu-clock"),
+    cfg("dataset.timer_mixed", "timer", 2, "mixed"),
+    cfg("dataset.tile_not_as_requested", "realized", 2,
+        '{"matches_request": false, "tile": {"block_m": 32}}'),
     graph_cell("dataset.split_overlap", "program", GRAPH_B, "tiny_a"),
     graph_cell("dataset.split_overlap", "fingerprint", GRAPH_B, "a" * 64),
 ]

@@ -158,6 +158,9 @@ def _print_tile_summary(label: str, s: dict) -> None:
     table.add_row("kernels stored / skipped", f"{s['kernels']} / {s['kernels_skipped']}")
     table.add_row("configs tried", f"{s['configs']} "
                   + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())))
+    if s.get("not_as_requested"):
+        table.add_row("ok configs compiled to another tile than asked",
+                      f"{s['not_as_requested']} (labelled by the tile that ran)")
     paired = s.get("apart_from_default") is not None
     if paired:
         table.add_row("configs whose 95% CI excludes the default",

@@ -67,6 +67,7 @@ def measured_columns(result: ConfigResult) -> dict[str, Any]:
         "process_sd": result.process_sd,
         "runs_per_sample": result.runs_per_sample,
         "timing_cpus": result.timing_cpus,
+        "timer": result.timer,
         "max_abs_error": result.max_abs_error,
         "compile_seconds": result.compile_seconds,
         "measure_seconds": result.measure_seconds,

@@ -124,7 +124,8 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
     spec, pipeline = layout_session(
         opts, text, rtol=device_env.resolve_rtol(opts.rtol, platform, module),
         compile_options=device_env.layout_compile_options(platform),
-        isolation=device_env.isolation_for(platform, opts.isolation))
+        isolation=device_env.isolation_for(platform, opts.isolation),
+        timer=device_env.timer_for(platform, "layout", opts.timer))
 
     def record(result: ConfigResult) -> None:
         if result.repeat_of is not None and result.status != REPEAT:

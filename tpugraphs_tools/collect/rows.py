@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.measure import Status, StopReason
+from tpugraphs_tools.measure import Status, StopReason, Timer
 
 if TYPE_CHECKING:
     from typing_extensions import ReadOnly
@@ -51,6 +51,7 @@ class ConfigRow(TypedDict):
     process_sd: ReadOnly[float | None]
     runs_per_sample: ReadOnly[int | None]
     timing_cpus: ReadOnly[int | None]
+    timer: ReadOnly[Timer | None]
     max_abs_error: ReadOnly[float | None]
     compile_seconds: ReadOnly[float | None]
     measure_seconds: ReadOnly[float | None]
@@ -84,6 +85,8 @@ def config_row(values: Mapping[str, Any], where: str = "config row") -> ConfigRo
         row["status"] = Status(values["status"])
         reason = values.get("stop_reason")
         row["stop_reason"] = None if reason is None else StopReason(reason)
+        timer = values.get("timer")
+        row["timer"] = None if timer is None else Timer(timer)
     except ValueError as exc:
         raise DatasetError(f"{where}: {exc}") from None
     return row  # type: ignore[return-value]  # every key checked above

@@ -83,6 +83,9 @@ class TileSummary:
     # default's 1.0, and how sure the labels are (pairs counted within each kernel).
     apart_from_default: int | None = None
     labels: LabelQuality | None = None
+    # ok configs whose tile read back from the optimized kernel differs from the request in
+    # some field (realized ``matches_request`` false): their features encode what ran.
+    not_as_requested: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """Flat mapping: the fields, with ``labels`` spread in (the paired-only keys are left

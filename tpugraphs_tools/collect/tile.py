@@ -139,14 +139,15 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
     shared with the program's other kernels (None: this kernel's own, closed at the end).
     """
     text = _measure_text(kernel, space)
-    measure = opts.measure
-    platform, _kind = device_info(measure.backend)
+    platform, _kind = device_info(opts.measure.backend)
+    measure = device_env.tile_options(opts.measure, platform)
     spec, pipeline = kernel_session(
         measure, space.apply(text, configs[0]),
         rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
         compile_options=space.compile_options(configs[0]),
         isolation=device_env.isolation_for(platform, measure.isolation),
-        fresh_compiler_per_job=space.fresh_compiler_per_config)
+        fresh_compiler_per_job=space.fresh_compiler_per_config,
+        timer=device_env.timer_for(platform, "tile", measure.timer))
     if workers is None:
         with SharedWorkers(reuse=False) as own:
             return measure_kernel(kernel, space, opts, configs, progress, on_row, own)
@@ -300,11 +301,15 @@ def summarize(graphs: list[tuple[CollectedGraph, list[ConfigRow]]],
     paired = is_paired([r for _, r in rows])
     effects = []
     apart: list[TileEffect] = []  # paired: configs whose 95% CI excludes the default's 1.0
+    not_as_requested = 0
     for g, r in rows:
         ratio = r["relative_to_default"]
-        if r["status"] != OK or r["is_default"] or ratio is None:
+        if r["status"] != OK or r["is_default"]:
             continue
         real = json.loads(r["realized"] or "{}")
+        not_as_requested += real.get("matches_request") is False
+        if ratio is None:
+            continue
         effect = TileEffect(
             graph_id=g.graph_id, parent_instruction=g.row["parent_instruction"],
             config=json.loads(r["config"]), relative_to_default=ratio,
@@ -328,4 +333,4 @@ def summarize(graphs: list[tuple[CollectedGraph, list[ConfigRow]]],
         best_speedup=1 / min(relative) if relative else None,
         worst_slowdown=max(relative) if relative else None,
         apart_from_default=len(apart) if paired else None,
-        labels=pooled_quality([rs for _, rs in graphs]))
+        labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested)

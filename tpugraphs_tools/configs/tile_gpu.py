@@ -16,8 +16,12 @@ the compiler as a compile option (docs/gpu.md has the XLA sources this relies on
 
 XLA caches autotuning results per process keyed by the fusion's HLO, not by these options, so
 each configured compile runs in a fresh compile worker (``fresh_compiler_per_config``).
-``realized`` reads the tile back from the optimized kernel; a field the module does not show is
-stored as ``None`` (unobserved) and encodes as 0, never copied from the request.
+``realized`` reads the whole tile back from the optimized kernel (configs/tile_gpu_realized.py);
+a field the module does not show is stored as ``None`` (unobserved) and encodes as 0, never
+copied from the request. Two configs that compile to one tile compile to one program and the
+engine's (optimized HLO, machine code) key makes the second a ``duplicate``: labels are keyed
+on the tile that ran. split_k is in the space only where the installed XLA applies it
+(``_xla_compat.triton_override_applies_split_k``; not on jax 0.11, docs/versions.md).
 Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k), output_bounds =
 (block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum and product.
 """
@@ -26,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import re
 import tempfile
@@ -36,24 +39,32 @@ from typing import Any
 import numpy as np
 
 from tpugraphs_tools.configs.tile import KernelConfig, bounds_features
+from tpugraphs_tools.configs.tile_gpu_realized import (
+    FIELDS,
+    backend_config,
+    gemm_fusions,
+    read_tile,
+)
 from tpugraphs_tools.errors import ConfigError
-from tpugraphs_tools.hlo import Instruction, Module, Shape
+from tpugraphs_tools.hlo import Module
 from tpugraphs_tools.hlo import attributes as A
 
-FIELDS = ("block_m", "block_n", "block_k", "split_k", "num_stages", "num_warps", "num_ctas")
 GRID = {
     "block_m": (16, 32, 64, 128, 256), "block_n": (16, 32, 64, 128, 256),
     "block_k": (16, 32, 64, 128), "split_k": (1, 2, 4, 8, 16),
     "num_stages": (1, 2, 3, 4), "num_warps": (2, 4, 8),
 }
-GEMM_KINDS = ("__triton_gemm", "__triton_nested_gemm_fusion")
 _TRITON_CONFIG = re.compile(r'"triton_gemm_config"\s*:\s*\{[^{}]*\}')
 
 
-def tile(block_m: int, block_n: int, block_k: int, split_k: int = 1, num_stages: int = 1,
-         num_warps: int = 4, num_ctas: int = 1) -> KernelConfig:
-    return KernelConfig.of(block_m=block_m, block_n=block_n, block_k=block_k, split_k=split_k,
-                           num_stages=num_stages, num_warps=num_warps, num_ctas=num_ctas)
+def tile(block_m: int, block_n: int, block_k: int, split_k: int | None = 1,
+         num_stages: int = 1, num_warps: int = 4, num_ctas: int = 1) -> KernelConfig:
+    """One tile; ``split_k=None`` leaves split_k out (XLA decides; see TritonGemmTiles)."""
+    fields = {"block_m": block_m, "block_n": block_n, "block_k": block_k,
+              "num_stages": num_stages, "num_warps": num_warps, "num_ctas": num_ctas}
+    if split_k is not None:
+        fields["split_k"] = split_k
+    return KernelConfig.of(**fields)
 
 
 def _next_pow2(x: int) -> int:
@@ -78,15 +89,19 @@ def gemm_dims(kernel: Module) -> tuple[int, int, int] | None:
     return None
 
 
-def valid_tiles(m: int, n: int, k: int) -> list[KernelConfig]:
-    """Grid tiles that fit the problem: blocks no larger than the padded dims, split_k | k."""
+def valid_tiles(m: int, n: int, k: int, split_k: bool = True) -> list[KernelConfig]:
+    """Grid tiles that fit the problem: blocks no larger than the padded dims, split_k | k.
+    Without ``split_k`` the tiles leave it out (the field is never sent to XLA)."""
     out = []
-    for bm, bn, bk, sk, st, nw in itertools.product(*GRID.values()):
+    splits = GRID["split_k"] if split_k else (1,)
+    for bm, bn, bk, sk, st, nw in itertools.product(
+            GRID["block_m"], GRID["block_n"], GRID["block_k"], splits, GRID["num_stages"],
+            GRID["num_warps"]):
         if bm > max(16, _next_pow2(m)) or bn > max(16, _next_pow2(n)):
             continue
         if k % sk or bk * sk > max(16, _next_pow2(k)):
             continue
-        out.append(tile(bm, bn, bk, sk, st, nw))
+        out.append(tile(bm, bn, bk, sk if split_k else None, st, nw))
     return out
 
 
@@ -115,108 +130,6 @@ def override_key(config: KernelConfig) -> str:
     return " ".join(f"{f}: {int(s[f])}" for f in FIELDS if f in s)
 
 
-def _backend_config(inst: Instruction) -> dict[str, Any]:
-    try:
-        return json.loads(inst.attrs.get("backend_config", "{}"))
-    except json.JSONDecodeError:
-        return {}
-
-
-def _fusion_kind(inst: Instruction) -> str | None:
-    return _backend_config(inst).get("fusion_backend_config", {}).get("kind")
-
-
-def _dot_in(module: Module, fusion: Instruction) -> tuple[Instruction, dict[str, Instruction]]:
-    """The dot of a GEMM fusion's computation and that computation's instructions by name."""
-    for name in fusion.called_computations:
-        comp = module.computation(name)
-        by_name = {i.name: i for i in comp.instructions}
-        for inst in comp.instructions:
-            if inst.opcode == "dot":
-                return inst, by_name
-    raise ConfigError(f"GEMM fusion {fusion.name} calls no computation with a dot")
-
-
-def _has_dot(module: Module, fusion: Instruction) -> bool:
-    try:
-        _dot_in(module, fusion)
-    except (ConfigError, KeyError):
-        return False
-    return True
-
-
-def _block_k(module: Module, fusion: Instruction) -> int | None:
-    """Nested form: block_k is the lhs operand fusion's tile size on the contracting dim."""
-    try:
-        dot, by_name = _dot_in(module, fusion)
-    except (ConfigError, KeyError):
-        return None
-    lhs = by_name.get(dot.operands[0]) if dot.operands else None
-    contracting = A.int_list(dot.attrs.get("lhs_contracting_dims"))
-    if lhs is None or lhs.opcode != "fusion" or len(contracting) != 1:
-        return None
-    tiles = _backend_config(lhs).get("fusion_backend_config", {}).get(
-        "block_level_fusion_config", {}).get("output_tiles") or []
-    sizes = [int(v) for v in tiles[0].get("sizes", [])] if tiles else []
-    return sizes[contracting[0]] if contracting[0] < len(sizes) else None
-
-
-def _reduced_size(module: Module, user: Instruction, operand: Shape) -> int | None:
-    """Product of the dims a ``reduce`` (bare, or the first inside a fusion) removes."""
-    if user.opcode == "reduce":
-        dims = A.int_list(user.attrs.get("dimensions"))
-        return int(np.prod([operand.dims[d] for d in dims])) if dims else None
-    if user.opcode != "fusion":
-        return None
-    for name in user.called_computations:
-        comp = module.computation(name)
-        by_name = {i.name: i for i in comp.instructions}
-        for inst in comp.instructions:
-            src = by_name.get(inst.operands[0]) if inst.operands else None
-            if inst.opcode == "reduce" and src is not None:
-                dims = A.int_list(inst.attrs.get("dimensions"))
-                return int(np.prod([src.shape.dims[d] for d in dims])) if dims else None
-    return None
-
-
-def _split_k(module: Module, fusion: Instruction) -> int:
-    """Nested form: XLA's split-k adds a batch dim to the dot and a ``reduce`` over it after the
-    fusion; the size that reduce removes is split_k (1 when no reduce follows the fusion)."""
-    for comp in module.computations:
-        if not any(i.name == fusion.name for i in comp.instructions):
-            continue
-        for user in comp.instructions:
-            if fusion.name in user.operands:
-                size = _reduced_size(module, user, fusion.shape)
-                if size is not None:
-                    return size
-    return 1
-
-
-def _tile_of(module: Module, fusion: Instruction, fbc: dict[str, Any]) -> dict[str, int | None]:
-    """Every tile field as the optimized module shows it; ``None`` = not observable here.
-
-    ``triton_gemm_config`` states all fields. The nested form (``__triton_nested_gemm_fusion``)
-    states block_m/n in its output tile, num_warps/stages/ctas in its block config, block_k in
-    the lhs operand fusion's tile, and split_k through the reduce XLA adds after the fusion.
-    """
-    if "triton_gemm_config" in fbc:
-        got = {k: int(v) for k, v in fbc["triton_gemm_config"].items() if k in FIELDS}
-        return {f: got.get(f) for f in FIELDS}
-    block = fbc.get("block_level_fusion_config") or {}
-    tiles = block.get("output_tiles") or []
-    sizes = [int(v) for v in tiles[0].get("sizes", [])] if tiles else []
-    out: dict[str, int | None] = dict.fromkeys(FIELDS)
-    if len(sizes) >= 2:
-        out["block_m"], out["block_n"] = sizes[-2], sizes[-1]
-    for k in ("num_warps", "num_stages", "num_ctas"):
-        if k in block:
-            out[k] = int(block[k])
-    out["block_k"] = _block_k(module, fusion)
-    out["split_k"] = _split_k(module, fusion)
-    return out
-
-
 class TritonGemmTiles:
     """Triton GEMM tiles for kernels holding a dot; other kernels get no configs."""
 
@@ -224,7 +137,7 @@ class TritonGemmTiles:
     MECHANISMS = ("override", "override_file", "backend_config")
 
     def __init__(self, seed: int = 0, mechanism: str = "override", max_candidates: int = 64,
-                 override_dir: str | Path | None = None) -> None:
+                 override_dir: str | Path | None = None, split_k: bool | None = None) -> None:
         if mechanism not in self.MECHANISMS:
             raise ValueError(f"unknown mechanism {mechanism!r} (one of {self.MECHANISMS})")
         self.seed = seed
@@ -234,12 +147,19 @@ class TritonGemmTiles:
         self.fresh_compiler_per_config = mechanism != "backend_config"
         self.max_candidates = max_candidates
         self.override_dir = Path(override_dir or Path(tempfile.gettempdir()) / "tgt-triton")
+        # split_k is in the space only where this XLA applies it (docs/versions.md): jax
+        # 0.11.2's override parser calls it deprecated and every split_k > 1 ran as 1.
+        if split_k is None:
+            from tpugraphs_tools._xla_compat import triton_override_applies_split_k
+
+            split_k = triton_override_applies_split_k()
+        self.split_k = split_k
 
     def configs(self, kernel: Module) -> list[KernelConfig]:
         dims = gemm_dims(kernel)
         if dims is None:
             return [KernelConfig()]
-        tiles = valid_tiles(*dims)
+        tiles = valid_tiles(*dims, split_k=self.split_k)
         rng = np.random.default_rng(self.seed)
         picks = rng.permutation(len(tiles))[:self.max_candidates]
         return [KernelConfig(), *(tiles[i] for i in picks)]
@@ -290,17 +210,14 @@ class TritonGemmTiles:
         partly unobserved match).
         """
         wanted = config.as_dict()
-        for _, inst in optimized.instructions():
-            if inst.opcode != "fusion" or _fusion_kind(inst) not in GEMM_KINDS:
-                continue
-            if not _has_dot(optimized, inst):
-                continue  # a nested operand fusion, not the GEMM itself
-            fbc = _backend_config(inst)["fusion_backend_config"]
-            tile = _tile_of(optimized, inst, fbc)
+        for inst in gemm_fusions(optimized):
+            tile = read_tile(optimized, inst)
+            assert tile is not None  # gemm_fusions holds a dot
             observed = {k: v for k, v in tile.items() if v is not None}
             agreement = {k: (None if tile.get(k) is None else tile[k] == v)
                          for k, v in wanted.items()}
-            facts = {"gemm_fusion": inst.name, "kind": fbc.get("kind"), "tile": tile,
+            kind = backend_config(inst).get("fusion_backend_config", {}).get("kind")
+            facts = {"gemm_fusion": inst.name, "kind": kind, "tile": tile,
                      "unobserved": sorted(k for k, v in tile.items() if v is None),
                      "agreement": agreement, "matches_request": _matches(config, agreement)}
             return KernelConfig.of(**observed), facts

@@ -33,6 +33,7 @@ from tpugraphs_tools.measure.results import (
     ConfigResult,
     Status,
     StopReason,
+    Timer,
 )
 from tpugraphs_tools.measure.reuse import SharedWorkers
 from tpugraphs_tools.measure.robust_stats import TRIM
@@ -60,6 +61,7 @@ __all__ = [
     "SharedWorkers",
     "Status",
     "StopReason",
+    "Timer",
     "Timing",
     "WorkerError",
     "apply_layout_config",

@@ -53,6 +53,10 @@ class SessionSpec:
     adaptive: bool = True
     # Paired engine: measurement processes each batch is timed in (measure/replicas.py).
     processes: int = 1
+    # Paired engine: how a sample is timed, resolved for the platform (device_env.timer_for):
+    # "host", "device" (the first device timer that works) or a timer's name
+    # (measure/device_timer.py); a device timer that does not work falls back to "host".
+    timer: str = "host"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
+from tpugraphs_tools.measure.device_timer import CHOICES as TIMER_CHOICES
+from tpugraphs_tools.measure.device_timer import HOST
 from tpugraphs_tools.measure.engines import traits_of
 from tpugraphs_tools.measure.messages import ENGINES, SessionSpec
 from tpugraphs_tools.measure.paired import StopRule
@@ -98,6 +100,12 @@ class MeasureOptions:
     min_sample_ms: float = _option(
         1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
         minimum=0.0)
+    timer: str = _option(
+        "auto", "Paired engine: how a sample is timed. host: the host clock around the runs; "
+        "device: the GPU's own kernel records (cupti, else profiler), kernel time without the "
+        "launch; cupti / profiler: that device timer. auto: device for tile kernels on a GPU, "
+        "host otherwise. A device timer that does not work falls back to host (the rows' "
+        "timer column says which timed them).", group=EXPERT, choices=TIMER_CHOICES)
     prime_runs: int = _option(
         0, "Paired engine: untimed runs of a program just before each timed sample of more "
         "than one run, to keep the switch from the previous program (caches, buffers) out of "
@@ -237,24 +245,26 @@ def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:
 
 
 def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options: dict[str, Any],
-                   isolation: str) -> tuple[SessionSpec, PipelineOptions]:
-    """Worker specs of a layout collection: ``opts.timing``'s engine."""
+                   isolation: str, timer: str = HOST) -> tuple[SessionSpec, PipelineOptions]:
+    """Worker specs of a layout collection: ``opts.timing``'s engine; ``timer`` is
+    ``opts.timer`` resolved for the platform (device_env.timer_for)."""
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed,
                        warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
                        options=compile_options, engine=opts.timing,
                        min_sample_ms=opts.min_sample_ms, prime_runs=opts.prime_runs,
                        stop=opts.stop, adaptive=opts.adaptive,
-                       processes=opts.processes)
+                       processes=opts.processes, timer=timer)
     return spec, pipeline_options(opts, isolation)
 
 
 def kernel_session(opts: MeasureOptions, text: str, rtol: float,
                    compile_options: dict[str, Any], isolation: str,
-                   fresh_compiler_per_job: bool) -> tuple[SessionSpec, PipelineOptions]:
+                   fresh_compiler_per_job: bool, timer: str = HOST
+                   ) -> tuple[SessionSpec, PipelineOptions]:
     """Worker specs of one tile kernel: ``opts.timing``'s engine as for layout, deduplicated on
     generated code (an option that changes neither the HLO nor the code is a no-op), the
     optimized HLO returned with each result."""
-    layout, pipeline = layout_session(opts, text, rtol, compile_options, isolation)
+    layout, pipeline = layout_session(opts, text, rtol, compile_options, isolation, timer)
     spec = replace(layout, dedupe_on_code=True, return_optimized=True,
                    fresh_compiler_per_job=fresh_compiler_per_job)
     return spec, pipeline

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from tpugraphs_tools.measure.results import CONTROL, OK, REPEAT, ConfigResult
+from tpugraphs_tools.measure.results import CONTROL, OK, REPEAT, ConfigResult, Timer
 from tpugraphs_tools.measure.timing import Timing
 
 TIMED = (OK, CONTROL, REPEAT)
@@ -252,5 +252,12 @@ def _merge(group: list[ConfigResult], spread: ProcessSpread,
         measure_seconds=sum(r.measure_seconds or 0.0 for r in group),
         paused_seconds=sum(r.paused_seconds for r in group),
         timing_cpus=min((r.timing_cpus for r in group if r.timing_cpus), default=None),
+        timer=_one_timer(group),
         log_center=center, log_se=se, df=None,
         processes=len(group), process_sd=math.sqrt(spread.variance))
+
+
+def _one_timer(group: list[ConfigResult]) -> str | None:
+    """The processes' common timer; ``mixed`` when one fell back to another (validate warns)."""
+    names = {r.timer for r in group if r.timer is not None}
+    return names.pop() if len(names) == 1 else (Timer.MIXED.value if names else None)

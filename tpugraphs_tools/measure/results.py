@@ -47,6 +47,15 @@ class StopReason(enum.StrEnum):
     BUDGET = "budget"                # the graph's --budget-seconds ran out (measure/racing.py)
 
 
+class Timer(enum.StrEnum):
+    """configs.parquet ``timer``: how a label's samples were timed (measure/device_timer.py)."""
+
+    HOST = "host"          # the host clock around k runs (launch and wait included)
+    CUPTI = "cupti"        # CUPTI kernel records: device kernel time
+    PROFILER = "profiler"  # kernel events of a jax.profiler trace: device kernel time
+    MIXED = "mixed"        # the label's measurement processes disagreed (replicas.py)
+
+
 OK, NOOP, DUPLICATE = Status.OK, Status.NOOP, Status.DUPLICATE
 COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
     Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH,
@@ -98,6 +107,7 @@ class ConfigResult:
     default_samples_ns: list[int] | None = None
     processes: int = 1                    # measurement processes the label averages
     process_sd: float | None = None       # between-process SD (log scale) in its CI
+    timer: str | None = None              # how its samples were timed (device_timer.TIMERS)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # frozen: set once, here

@@ -119,6 +119,12 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.timing_cpus_mixed", WARNING, "a graph's config rows were timed on different "
                                            "numbers of CPUs (timing_cpus): one ranking from "
                                            "two measurements"),
+    ("dataset.timer_mixed", WARNING, "a graph's labels were timed by different timers (host "
+                                     "and device time, or a label whose processes disagreed): "
+                                     "one ranking from two measurements"),
+    ("dataset.tile_not_as_requested", WARNING, "ok tile configs compiled to another tile than "
+                                               "requested (realized matches_request false): "
+                                               "their features encode the tile that ran"),
     ("dataset.split_overlap", ERROR, "a program/fingerprint (or official file stem) is in "
                                      "two splits"),
     ("dataset.collection_unknown", ERROR, "cannot tell whether an npz is layout or tile"),

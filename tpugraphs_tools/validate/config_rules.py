@@ -26,7 +26,9 @@ from tpugraphs_tools.validate.table_checks import FirstRow
 
 # The configs columns the row rules read: validate holds only these of a part together.
 CONFIG_COLUMNS = ("graph_id", "status", "npz_row", "runtime_min_ns", "honoured", "config",
-                  "relative_to_default", "relative_ci_low", "relative_ci_high", "timing_cpus")
+                  "relative_to_default", "relative_ci_low", "relative_ci_high", "timing_cpus",
+                  "timer", "realized")
+TIMED_BY = ("host", "cupti", "profiler")  # configs ``timer`` besides "mixed" (schema enum)
 _NEED = {"graph_id", "status", "npz_row"}
 _LABEL = ("relative_to_default", "relative_ci_low", "relative_ci_high")
 
@@ -99,6 +101,9 @@ class ConfigRules:
         self.controls: list[tuple[int, Finding]] = []  # (order key, finding) per graph
         self.timing: list[tuple[int, Finding]] = []
         self.duplicate: dict[str, Any] | None = None   # first repeated (graph, npz_row)
+        self.timer: tuple[int, Finding] | None = None  # first graph that mixes timers
+        self.tile_ok = 0                                # ok tile rows that say matches_request
+        self.tile_other = FirstRow()                    # ... and compiled to another tile
 
     def add(self, rows: pl.DataFrame) -> ConfigRefs:
         """Check ``rows`` (every row of each graph in it, in row order, with ``__row``, the
@@ -118,6 +123,10 @@ class ConfigRules:
             self._controls(rows)
         if "timing_cpus" in rows.columns:
             self._timing_cpus(rows)
+        if "timer" in rows.columns:
+            self._timer(rows)
+        if "realized" in rows.columns:
+            self._tile_requests(rows)
         with_row = rows.filter(pl.col("npz_row").is_not_null() & pl.col("graph_id").is_not_null())
         self._duplicates(with_row)
         for (gid,), part in with_row.group_by("graph_id"):
@@ -144,6 +153,14 @@ class ConfigRules:
         for findings in (self.controls, self.timing):
             for _, finding in sorted(findings, key=lambda f: f[0]):
                 report.add(finding)
+        if self.timer is not None:
+            report.add(self.timer[1])
+        if self.tile_other.row is not None:
+            row = self.tile_other.row
+            report.emit("dataset.tile_not_as_requested", f"{self.tile_other.count} of "
+                        f"{self.tile_ok} ok tile configs compiled to another tile than requested "
+                        f"(first: graph {row['graph_id']!r}); their features encode the tile "
+                        "that ran", self.rel, key="realized", index=row["__row"])
         if self.duplicate is not None:
             row = self.duplicate
             report.emit("dataset.npz_row_duplicate", f"graph {row['graph_id']!r} npz_row "
@@ -203,6 +220,35 @@ class ConfigRules:
                 f"CPUs (this row {odd['timing_cpus']}, most rows {usual}): its ranking "
                 "mixes runs on different numbers of CPUs", self.rel, "timing_cpus",
                 int(odd["__row"]), severity("dataset.timing_cpus_mixed"))))
+
+    def _timer(self, rows: pl.DataFrame) -> None:
+        """Host and device time are different quantities (launch included or not), so one
+        graph's labels must share one ``timer`` (its values are checked by the schema's enum).
+        Only the first graph that mixes them is reported."""
+        timer = pl.col("timer")
+        timed = rows.filter(timer.is_in(TIMED_BY) & pl.col("graph_id").is_not_null())
+        several = timed.group_by("graph_id").agg(timer.n_unique().alias("n")) \
+            .filter(pl.col("n") > 1).get_column("graph_id")
+        mixed = rows.filter((timer == "mixed").fill_null(False)).get_column("graph_id")
+        for gid in [*several.to_list(), *mixed.unique().to_list()]:
+            part = rows.filter(pl.col("graph_id") == gid)
+            first = int(part.get_column("__row")[0])
+            if self.timer is not None and self.timer[0] <= first:
+                continue
+            names = sorted(part.get_column("timer").drop_nulls().unique().to_list())
+            odd = part.filter(timer.is_not_null()).row(-1, named=True)
+            self.timer = (first, Finding(
+                "dataset.timer_mixed", f"graph {gid!r}: labels timed by {names}: its ranking "
+                "mixes host and device time", self.rel, "timer", int(odd["__row"]),
+                severity("dataset.timer_mixed")))
+
+    def _tile_requests(self, rows: pl.DataFrame) -> None:
+        """Counts ok configs whose tile read back differs from the request (tile rows only)."""
+        ok = rows.filter((pl.col("status") == "ok").fill_null(False)
+                         & pl.col("realized").str.contains('"matches_request"').fill_null(False))
+        self.tile_ok += ok.height
+        self.tile_other.add(ok.filter(
+            pl.col("realized").str.contains('"matches_request": false')))
 
     def _duplicates(self, with_row: pl.DataFrame) -> None:
         dup = with_row.filter(pl.struct("graph_id", "npz_row").is_duplicated())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+from tpugraphs_tools.measure.device_timer import HOST
 from tpugraphs_tools.measure.engines.base import (
     DefaultProgram,
     LoadedBatch,
@@ -54,5 +55,5 @@ class FixedEngine:
               ) -> list[ConfigResult]:
         ref, timings = time_batch(self.default.run_once, [c[0] for c in loaded.items], 0,
                                   self.spec.repeats)
-        return [dataclasses.replace(item.result, timing=timing, default_timing=ref)
+        return [dataclasses.replace(item.result, timing=timing, default_timing=ref, timer=HOST)
                 for item, timing in zip(items, timings, strict=True)]

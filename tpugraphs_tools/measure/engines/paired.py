@@ -12,10 +12,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import sys
 from typing import Any, ClassVar
 
 from tpugraphs_tools import _xla_compat as X
 from tpugraphs_tools.measure import compile as C
+from tpugraphs_tools.measure.device_timer import (
+    DeviceTimerError,
+    HostTimer,
+    SampleTimer,
+    choose_timer,
+)
 from tpugraphs_tools.measure.engines.base import (
     DefaultProgram,
     LoadedBatch,
@@ -27,7 +34,7 @@ from tpugraphs_tools.measure.engines.base import (
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
 from tpugraphs_tools.measure.paired import Placement, time_paired
 from tpugraphs_tools.measure.results import CONTROL, ConfigResult
-from tpugraphs_tools.measure.sampling import calibrate, timed_sample
+from tpugraphs_tools.measure.sampling import calibrate
 from tpugraphs_tools.measure.timing import Timing
 
 # Configs of earlier batches re-timed per batch: enough for a between-window SD per graph,
@@ -52,6 +59,7 @@ class PairedEngine:
         self.input_sets = [default.inputs]  # one per loaded copy, grown by the first batch
         self.runs_per_sample: int | None = None
         self.placement = Placement()
+        self.timer: SampleTimer | None = None  # chosen in the first timed window
 
     def ready(self, info: DefaultInfo) -> DefaultInfo:
         """Nothing to add: compile workers are starting up, no time to time the default."""
@@ -93,29 +101,44 @@ class PairedEngine:
         elif self.runs_per_sample is None:  # once per graph, compile workers stopped
             self.runs_per_sample = calibrate(self.default.run_once,
                                              self.spec.min_sample_ms * 1e6)
+        if self.timer is None:  # compile workers stopped: the device is quiet
+            self.timer, why = choose_timer(self.spec.timer, self.default.run_once)
+            if why:
+                print(f"tgt: no device timer ({why}); timing on the host", file=sys.stderr)
         waiting = [i for i, item in enumerate(items)
                    if item.result.status == CONTROL or item.result.repeat_of is not None]
-        return paired_labels(loaded.defaults, loaded.items, self.spec, self.runs_per_sample,
-                             message.context, self.placement, waiting,
-                             [item.result for item in items], seed=loaded.seed,
-                             budget_seconds=message.budget_seconds,
-                             process_var=message.process_var)
+
+        def label_with(timer: SampleTimer) -> list[ConfigResult]:
+            return paired_labels(loaded.defaults, loaded.items, self.spec,
+                                 self.runs_per_sample or 1, message.context, self.placement,
+                                 waiting, [item.result for item in items], seed=loaded.seed,
+                                 budget_seconds=message.budget_seconds,
+                                 process_var=message.process_var, timer=timer)
+
+        try:
+            return label_with(self.timer)
+        except DeviceTimerError as exc:  # mid-batch: the whole batch again, on the host
+            print(f"tgt: device timer failed ({exc}); timing on the host", file=sys.stderr)
+            self.timer = HostTimer()
+            return label_with(self.timer)
 
 
 def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec, k: int,
                   context: list[tuple[float, float]], placement: Placement, waiting: list[int],
                   results: list[ConfigResult], seed: int | None = None,
-                  budget_seconds: float | None = None, process_var: float | None = None
-                  ) -> list[ConfigResult]:
+                  budget_seconds: float | None = None, process_var: float | None = None,
+                  timer: SampleTimer | None = None) -> list[ConfigResult]:
     """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
     their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
     never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none);
-    ``process_var``: the between-process variance the earlier processes measured."""
+    ``process_var``: the between-process variance the earlier processes measured;
+    ``timer``: how a sample is read (None: the host clock), recorded on every label."""
+    timer = timer or HostTimer()
 
     def sample(i: int, copy: int) -> tuple[float, float]:
         copies = reference if i < 0 else runs[i]
-        return timed_sample(copies[copy % len(copies)], k, spec.prime_runs)
+        return timer.sample(copies[copy % len(copies)], k, spec.prime_runs)
 
     # Fewer copies than asked when loading ran out of memory (load_copies).
     rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]),
@@ -137,7 +160,7 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
             relative_to_default=ratio.ratio, relative_ci_low=ratio.low,
             relative_ci_high=ratio.high, rounds=ratio.rounds,
             stop_reason=batch.stop_reason[i], runs_per_sample=k,
-            timed_seconds=batch.seconds[i]))
+            timed_seconds=batch.seconds[i], timer=timer.name))
     return labelled
 
 
