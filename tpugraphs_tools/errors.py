@@ -20,7 +20,8 @@ Tree::
     │   └── StatementError (ValueError, internal: becomes an HloParseError)
     ├── ConfigError           configs/, measure/apply: a config that does not fit its graph
     ├── MeasureError          measure/: timing workers
-    │   └── WorkerError (RuntimeError)
+    │   ├── WorkerError (RuntimeError)
+    │   └── DeviceTimerError (RuntimeError, internal: the engine falls back to host time)
     ├── CollectError          collect/: requests and plans
     │   └── PlanError
     ├── DatasetError          store/, publish/, partition/: dataset directories and trees
@@ -31,7 +32,8 @@ Tree::
     │   └── ModelFileError    a saved model (params + sidecar) unusable as asked
     └── ValidateError         validate/: reading files under check
         ├── NpzError
-        └── TablePartError
+        ├── TablePartError
+        └── TableConvertError
 """
 
 from __future__ import annotations
@@ -129,6 +131,10 @@ class WorkerError(MeasureError, RuntimeError):
     """Raised when the default config itself cannot be compiled or run: nothing can be measured."""
 
 
+class DeviceTimerError(MeasureError, RuntimeError):
+    """Raised when a device timer cannot time a sample (missing API, no records, implausible)."""
+
+
 # -- collection -------------------------------------------------------------------------------
 
 
@@ -194,3 +200,7 @@ class NpzError(ValidateError):
 
 class TablePartError(ValidateError):
     """Raised for a Parquet table part (or a column of it) that cannot be read."""
+
+
+class TableConvertError(ValidateError):
+    """Raised for a Parquet batch that reads but cannot become a table (mixed or odd types)."""

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from tpugraphs_tools.errors import DeviceTimerError
 from tpugraphs_tools.measure.results import Timer
 from tpugraphs_tools.measure.sampling import timed_sample
 
@@ -36,10 +37,6 @@ CHOICES = (AUTO, DEVICE, *TIMERS)
 DEVICE_ORDER = (CUPTI, PROFILER)
 # Kernel time cannot exceed the wall time around it; this much slack covers clock offsets.
 _SLACK_NS = 20_000
-
-
-class DeviceTimerError(RuntimeError):
-    """A device timer could not time a sample (missing API, no records, implausible)."""
 
 
 class SampleTimer(Protocol):

@@ -22,7 +22,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tpugraphs_tools.errors import TablePartError
+from tpugraphs_tools.errors import TableConvertError, TablePartError
 from tpugraphs_tools.store import ROW_GROUP_ROWS, Part, WholeKeys, last_rows
 from tpugraphs_tools.validate import table_checks
 from tpugraphs_tools.validate.config_rules import CONFIG_COLUMNS, ConfigRules
@@ -83,7 +83,7 @@ class _Part:
             try:
                 frame = pl.from_arrow(batch)
             except Exception as exc:
-                raise _Unconvertible(str(exc)) from None
+                raise TableConvertError(str(exc)) from None
             assert isinstance(frame, pl.DataFrame)
             ready = whole.push(frame.with_row_index("__row", offset))
             offset += batch.num_rows
@@ -127,10 +127,6 @@ class _Part:
         self.graph_files.add(self.checked)
 
 
-class _Unconvertible(Exception):
-    pass
-
-
 def check_part(root: Path, part: Part, key: str, tables: dict[str, pl.DataFrame],
                graph_files: GraphFiles, report: Report, seen: dict[Any, str]) -> None:
     """Check configs part ``part`` (its rows, then its graphs' npz); ``seen``: key value →
@@ -144,7 +140,7 @@ def check_part(root: Path, part: Part, key: str, tables: dict[str, pl.DataFrame]
     except TablePartError as exc:  # truncated footer, corrupt page, not parquet
         report.emit("structure.unreadable", f"unreadable parquet: {exc}", part.file)
         return
-    except _Unconvertible as exc:
+    except TableConvertError as exc:
         state.read(report, rows)
         report.emit("structure.unreadable", f"cannot convert table: {exc}", part.file)
         return
