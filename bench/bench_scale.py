@@ -1,11 +1,13 @@
-"""Peak memory and time of ``tgt import``, ``tgt validate`` and ``tgt publish`` as a dataset grows.
+"""Peak memory and time of import, validate, report, publish and partition as a dataset grows.
 
 For each N in ``--graphs`` a synthetic official tree of N layout graphs × ``--configs`` configs
-(``bench/gen_tree.py``, plus tile kernels) is imported, the dataset validated, then published.
+(``bench/gen_tree.py``, plus tile kernels) is imported, the dataset validated, reported on,
+published and partitioned.
 Each command runs as its own ``tgt`` process under ``/usr/bin/time``: "peak RSS" is the largest
 single process of the command (``%M``, ru_maxrss); "tree RSS" is the peak of the summed RSS of
 the command and its worker processes, sampled every 50 ms (psutil).
 
+    python bench/bench_scale.py --graphs 240 960 --configurable 20 --tiles-per-graph 4
     nice -n 19 python bench/bench_scale.py --graphs 60 240 --jobs 1
     nice -n 19 python bench/bench_scale.py --graphs 1000 --nodes 300 --configurable 10 --jobs 1
     nice -n 19 python bench/bench_scale.py --graphs 60 240 --steps import --keep
@@ -67,20 +69,25 @@ def run(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from gen_tree import write_tree
 
     tree, data, pub = work / f"tree-{n}", work / f"data-{n}", work / f"pub-{n}"
+    report = work / f"report-{n}"
+    tiles = args.tiles if args.tiles_per_graph is None else args.tiles_per_graph * n
     if not tree.exists():
         print(f"generating {tree} ...", flush=True)
-        write_tree(tree, n, args.configs, args.nodes, args.configurable, args.tiles,
+        write_tree(tree, n, args.configs, args.nodes, args.configurable, tiles,
                    args.tile_configs)
     if "import" in args.steps:
         shutil.rmtree(data, ignore_errors=True)
     elif not (data / "manifest.json").is_file():
         raise SystemExit(f"{data}: no dataset; run with --steps import --keep first")
     shutil.rmtree(pub, ignore_errors=True)
+    shutil.rmtree(report, ignore_errors=True)
     jobs = ["--jobs", str(args.jobs)]
     result: dict[str, Any] = {"graphs": n}
     commands = {"import": ["import", str(tree), "--out", str(data), *jobs],
                 "validate": ["validate", str(data), *jobs],
-                "publish": ["publish", str(data), "--out", str(pub), "--name", "bench"]}
+                "report": ["report", str(data), "--out", str(report)],
+                "publish": ["publish", str(data), "--out", str(pub), "--name", "bench"],
+                "partition": ["partition", str(data), "--segments", str(args.segments)]}
     for step in STEPS:
         if step in args.steps:
             result[step] = measure(commands[step])
@@ -89,13 +96,14 @@ def run(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     result["parts"] = len(manifest["tables"]["configs"]["parts"])
     result["tree_mb"] = round(sum(p.stat().st_size for p in tree.rglob("*") if p.is_file()) / 1e6)
     print(json.dumps(result), flush=True)
+    shutil.rmtree(report, ignore_errors=True)
     if not args.keep:
         shutil.rmtree(pub, ignore_errors=True)
         shutil.rmtree(data, ignore_errors=True)
     return result
 
 
-STEPS = ("import", "validate", "publish")
+STEPS = ("import", "validate", "report", "publish", "partition")
 
 
 def table(results: list[dict[str, Any]]) -> str:
@@ -129,14 +137,18 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=2000)
     ap.add_argument("--configurable", type=int, default=40)
     ap.add_argument("--tiles", type=int, default=20)
+    ap.add_argument("--tiles-per-graph", type=int, default=None,
+                    help="tile kernels per layout graph (overrides --tiles, scales with N)")
     ap.add_argument("--tile-configs", type=int, default=200)
+    ap.add_argument("--segments", type=int, default=8, help="k for the partition step")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--work", type=Path, default=ROOT / "bench" / "out" / "scale")
     ap.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS),
                     help="commands to measure; without import, the datasets a --keep run "
                          "left are reused")
     ap.add_argument("--keep", action="store_true", help="keep datasets and publish output")
-    ap.add_argument("--title", default="Scale: import / validate / publish memory and time")
+    ap.add_argument("--title", default="Scale: import / validate / report / publish / partition "
+                                       "memory and time")
     ap.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -146,11 +158,15 @@ def main() -> None:
     if args.write:
         from _doc import record
 
+        load = os.getloadavg()
+        tiles_text = (f"{args.tiles_per_graph} tile kernels per graph"
+                      if args.tiles_per_graph is not None else f"{args.tiles} tile kernels")
         record(args.title, f"{len(results)} synthetic trees (`bench/gen_tree.py`): "
                f"{args.configs} configs × {args.nodes} nodes (~{args.configurable} configurable) "
-               f"per layout graph, plus {args.tiles} tile kernels × {args.tile_configs} configs; "
-               f"`--jobs {args.jobs}`; run under `nice -n 19` on a 2-core machine shared with "
-               f"other jobs (times are noisy).\n\n{body}")
+               f"per layout graph, plus {tiles_text} × {args.tile_configs} configs; "
+               f"`--jobs {args.jobs}`; plain runs (no nice) on a 2-core machine, load average "
+               f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end (times are noisy)."
+               f"\n\n{body}")
 
 
 if __name__ == "__main__":
