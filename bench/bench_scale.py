@@ -39,11 +39,14 @@ TGT = [sys.executable, "-c", "from tpugraphs_tools.cli import main; main()"]
 
 def measure(args: list[str]) -> dict[str, Any]:
     """Run ``tgt args`` under /usr/bin/time; wall seconds, peak RSS and peak tree RSS (MiB)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+    # The command's output goes to a file: a pipe read only at the end fills up (64 KiB) and
+    # blocks a chatty command (partition's per-graph lines) forever.
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out, \
+            tempfile.TemporaryFile("w+b") as log:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         cmd = ["/usr/bin/time", "-f", "%M %e %U %S", "-o", out.name, *TGT, *args]
         start = time.perf_counter()
-        proc = psutil.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = psutil.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
         tree_peak = 0
         while proc.poll() is None:
             total = 0
@@ -57,7 +60,8 @@ def measure(args: list[str]) -> dict[str, Any]:
             tree_peak = max(tree_peak, total)
             time.sleep(0.05)
         wall = time.perf_counter() - start
-        output = proc.stdout.read().decode() if proc.stdout else ""
+        log.seek(0)
+        output = log.read().decode(errors="replace")
         if proc.returncode != 0:
             raise SystemExit(f"tgt {' '.join(args)} failed ({proc.returncode}):\n{output}")
         max_kb, _, user, system = out.read().split()[-4:]
