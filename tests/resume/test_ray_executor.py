@@ -137,3 +137,23 @@ def test_task_lost_every_time_stops_with_a_clear_error(tmp_path, local_ray, refe
                  progress=lambda _m: None, notice=lambda _m: None, started_here=False)
     assert len(list(tmp_path.glob("run.*"))) == 2  # submitted exactly max_attempts times
     assert not (out / "graphs").exists() or not any((out / "graphs").iterdir())
+
+
+def test_ray_executor_collects_tile_items_kernel_by_kernel(tmp_path, local_ray, reference):
+    """A tile item under --executor ray is a tile collection (not a layout one), committed
+    per kernel; the same request again measures nothing."""
+    from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
+
+    hlo, _ = reference
+    out = tmp_path / "tiles"
+    plan = _plan(str(hlo), str(out))
+    plan["items"] = [{"hlo": str(hlo), "collection": "tile"}]
+    plan["defaults"]["configs"] = 3
+    summary = collect_with_ray(request_from_plan(plan), num_cpus=1)
+    graphs = Dataset.open(out).graphs()
+    assert graphs.height >= 1 and set(graphs["collection"].to_list()) == {"tile"}
+    assert summary.tiles and summary.labels > 0
+    assert not (out / ".tgt-work").exists()
+    assert validate_path(out).ok()
+    again = collect_with_ray(request_from_plan(plan), num_cpus=1)
+    assert again.labels == 0 and sorted(again.skipped) == sorted(graphs["graph_id"].to_list())

@@ -208,7 +208,6 @@ def test_split_k_left_out_where_the_override_does_not_apply_it(monkeypatch):
 
 
 def test_summary_counts_configs_that_ran_another_tile_than_asked():
-    from tpugraphs_tools.collect.graphs import CollectedGraph
     from tpugraphs_tools.collect.tile import summarize
 
     def row(index, matches):
@@ -217,7 +216,7 @@ def test_summary_counts_configs_that_ran_another_tile_than_asked():
                 "config": "{}", "realized": json.dumps({"matches_request": matches}),
                 "rounds": None, "stop_reason": None}
 
-    graph = CollectedGraph(None, None, {"graph_id": "g", "parent_instruction": "k"})
+    graph = {"graph_id": "g", "parent_instruction": "k"}
     rows = [row(0, None), row(1, True), row(2, False), row(3, False)]
     summary = summarize([(graph, rows)], {}, "gpu-triton-tiles")
     assert summary.not_as_requested == 2

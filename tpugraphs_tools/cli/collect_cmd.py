@@ -129,6 +129,8 @@ def _print_summary(summary: Any) -> None:
         table.add_row(row["graph_id"], row["program"], str(row["num_nodes"]),
                       str(row["num_edges"]), str(row["num_configurable"]), str(row["num_configs"]))
     terminal.print(table)
+    for what, line in summary.resumed.items():
+        terminal.print(f"resumed {what}: {line}", highlight=False)
     if summary.skipped:
         terminal.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
     if summary.configs:
@@ -251,3 +253,11 @@ def _print_status(root: str) -> None:
         table.add_row(graph_id, "[yellow]in progress[/]", str(info["measured"]),
                       f"journal: {info['header']}")
     terminal.print(table)
+    for parent, tile in status["tile_programs"].items():
+        terminal.print(
+            f"tile program {tile['program']} ({parent}): {tile['kernels']} kernels: "
+            f"{len(tile['committed'])} committed, {len(tile['in_progress'])} in progress "
+            f"({sum(tile['in_progress'].values())} rows journaled), {len(tile['skipped'])} "
+            f"not stored, {len(tile['left'])} left", highlight=False)
+        for name, why in tile["skipped"].items():
+            terminal.print(f"  not stored: {name}: {why}", highlight=False)

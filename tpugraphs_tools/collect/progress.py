@@ -194,6 +194,16 @@ class ProgressTracker:
                 self._advance(graph, graph.done + 1)
         self._emit()
 
+    def tile_resumed(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Tile: rows of the current kernel an earlier run measured: they fill its slots, but
+        are not part of this run's rate or labels."""
+        graph = self._current()
+        for row in rows:
+            if row["status"] == OK and graph.kernel_ok < graph.kernel_target:
+                graph.kernel_ok += 1
+                graph.done += 1
+        self._emit()
+
     def end(self) -> None:
         """The graph is stored (or skipped as complete): done equals its total from now on.
 

@@ -9,15 +9,12 @@ and continues journaled ones: nothing is measured twice and nothing measured is 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from tpugraphs_tools.collect.failures import (
-    failure_reason,
     no_empty_out,
     store_unmeasured,
     unmeasured_reason,
@@ -34,12 +31,12 @@ from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs,
 from tpugraphs_tools.collect.progress import ProgressEvent, ProgressTracker, Stage
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
 from tpugraphs_tools.collect.summary import CollectSummary
-from tpugraphs_tools.collect.tile import TileOptions, collect_tile
+from tpugraphs_tools.collect.tile_resume import collect_tiles
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
-from tpugraphs_tools.hlo import HloSource, fingerprint, from_compiled, from_file
+from tpugraphs_tools.hlo import HloSource, from_compiled, from_file
 from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError, compile_hlo_source
-from tpugraphs_tools.store import Dataset, make_graph_id
+from tpugraphs_tools.store import Dataset
 
 Progress = Callable[[ProgressEvent], None]
 
@@ -130,41 +127,6 @@ def tile_sources(item: CollectItem, backend: str | None
             args.as_dict())
 
 
-def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
-                  summary: CollectSummary, tracker: ProgressTracker) -> None:
-    """Every kernel of one program's optimized module, committed together (a rerun skips a
-    program whose kernels are in the dataset; a killed run re-measures that program only)."""
-    unoptimized, optimize, program, args = tile_sources(item, backend)
-    parent_id = make_graph_id(program, fingerprint(unoptimized.module))
-    graphs = dataset.graphs()
-    done = graphs.filter((pl.col("collection") == Kind.TILE.value)
-                         & (pl.col("parent_graph_id") == parent_id))
-    if done.height:  # kernels of a program are committed together: present means complete
-        summary.skipped.extend(done["graph_id"].to_list())
-        summary.graphs.extend(graph_row_of(r, f"{dataset.root}: graphs.parquet")
-                              for r in done.to_dicts())
-        return
-    opts = TileOptions(replace(item.options or TileOptions().measure, backend=backend))
-    tracker.stage("compiling", "the program, for its kernels")
-    try:
-        optimized = optimize()
-    except Exception as exc:  # XLA's own errors (no kernels without the optimized module)
-        summary.unmeasured[item.label] = failure_reason(
-            exc, unoptimized.module, backend or "the default backend", what="program")
-        return
-    result = collect_tile(optimized, program=program, program_args=args,
-                          parent_graph_id=parent_id, opts=opts,
-                          on_kernel=lambda i, n, name: tracker.kernel(
-                              i, n, opts.configs_per_kernel, name),
-                          on_row=tracker.tile_row)
-    tracker.stage("storing")
-    write_graphs(dataset, [g for g, _ in result.graphs],
-                 configs={g.graph_id: rows for g, rows in result.graphs})
-    summary.graphs.extend(g.row for g, _ in result.graphs)
-    summary.labels += sum(1 for _, rows in result.graphs for r in rows if r["status"] == OK)
-    summary.tiles[item.label] = result.summary
-
-
 def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOptions | None,
                 summary: CollectSummary
                 ) -> tuple[MeasureOptions, ConfigJournal, dict[int, ConfigRow]] | None:
@@ -190,6 +152,11 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOpti
         return None
     journal = ConfigJournal(dataset.root, collected.graph_id, header)
     return layout, journal, {**(committed or {}), **journal.load()}
+
+
+def resumed_line(done: Mapping[int, ConfigRow]) -> str:
+    """What a rerun takes over for one layout graph (printed once by ``tgt collect``)."""
+    return f"{len(done)} config row(s) measured by an earlier run kept, not measured again"
 
 
 def commit_graph(dataset: Dataset, collected: CollectedGraph, result: LayoutResult,
@@ -233,7 +200,8 @@ def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummar
     for index, item in enumerate(request.items):
         tracker.begin(index, item.label)
         if item.collection == Kind.TILE:
-            collect_tiles(dataset, item, request.backend, summary, tracker)
+            collect_tiles(dataset, item, tile_sources(item, request.backend),
+                          request.backend, summary, tracker)
             tracker.end()
             continue
         collected = build_graph(item, request.backend, tracker.stage)
@@ -242,6 +210,8 @@ def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummar
             tracker.end()
             continue
         layout, journal, done = work
+        if done:
+            summary.resumed[collected.graph_id] = resumed_line(done)
         tracker.resumed(done.values())
         tracker.stage("compiling", "the default config")
 

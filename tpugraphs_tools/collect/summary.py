@@ -108,6 +108,8 @@ class CollectSummary:
     tiles: dict[str, TileSummary] = field(default_factory=dict)      # item -> tile summary
     # graph id (or item) -> why none of its configs could be measured (collect/failures.py)
     unmeasured: dict[str, str] = field(default_factory=dict)
+    # item or graph id -> one line saying what this run took over from an interrupted one
+    resumed: dict[str, str] = field(default_factory=dict)
     labels: int = 0              # ok labels measured in this run (resumed rows not counted)
     wall_seconds: float = 0.0    # the run's wall time
 

@@ -16,9 +16,8 @@ so a config whose options change neither is ``noop`` and never timed, whatever i
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,13 +26,10 @@ import numpy as np
 from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_row
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text, extract_kernels
 from tpugraphs_tools.collect.rows import ConfigRow, GraphRow
-from tpugraphs_tools.collect.summary import TileEffect, TileSummary
-from tpugraphs_tools.collect.tile_labels import (
-    is_paired,
-    kernel_arrays,
-    pooled_quality,
-    tile_row,
-)
+from tpugraphs_tools.collect.summary import TileSummary
+from tpugraphs_tools.collect.tile_labels import kernel_arrays, tile_row
+from tpugraphs_tools.collect.tile_store import KernelsDone, KernelStore, MemoryStore
+from tpugraphs_tools.collect.tile_summary import summarize as summarize
 from tpugraphs_tools.configs import (
     KernelConfig,
     KernelConfigSpace,
@@ -51,10 +47,11 @@ from tpugraphs_tools.measure import (
     ConfigResult,
     Job,
     MeasureOptions,
+    PipelinedMeasurer,
     SharedWorkers,
-    Status,
     Timing,
     WorkerError,
+    code_key,
     device_env,
     kernel_session,
 )
@@ -86,6 +83,11 @@ class TileOptions:
 class TileResult:
     graphs: list[tuple[CollectedGraph, list[ConfigRow]]]
     summary: TileSummary
+
+
+# A control/repeat row is journaled as it is timed, before the kernel's last config index is
+# known: at an index of its own from here on, renumbered to follow the configs when stored.
+EXTRA_BASE = 1 << 20
 
 
 @dataclass
@@ -128,59 +130,89 @@ def _realize(space: KernelConfigSpace, config: KernelConfig, text: str | None
     return realized, facts
 
 
+def _resumed_config(space: KernelConfigSpace, config: KernelConfig, row: ConfigRow
+                    ) -> KernelConfig:
+    """The config a journaled ok row's features encode: the tile that ran, as stored."""
+    facts = json.loads(row["realized"] or "{}")
+    real = facts.get("realized_config")
+    return KernelConfig.from_json(real) if real is not None else config
+
+
 def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                    configs: list[KernelConfig], progress: Progress = lambda _m: None,
                    on_row: Callable[[ConfigRow], None] = lambda _r: None,
-                   workers: SharedWorkers | None = None) -> _KernelRun:
+                   workers: SharedWorkers | None = None,
+                   done: Sequence[ConfigRow] = ()) -> _KernelRun:
     """Default + candidates of one kernel until ``configs_per_kernel`` are measured ok.
 
     Single-setting configs go first; combinations follow in a second pass that skips any
     combination containing a setting that was a no-op on its own. ``workers``: processes
     shared with the program's other kernels (None: this kernel's own, closed at the end).
+    ``done``: rows an interrupted run journaled (control/repeat rows at their journal-only
+    indices, :data:`EXTRA_BASE` on): kept, never measured again. Which configs are tried is
+    decided on compile results only (no-ops, duplicates and errors are settled before timing),
+    so with one compile worker a resumed kernel tries the configs an uninterrupted one does.
     """
+    if workers is None:
+        with SharedWorkers(reuse=False) as own:
+            return measure_kernel(kernel, space, opts, configs, progress, on_row, own, done)
     text = _measure_text(kernel, space)
     platform, _kind = device_info(opts.measure.backend)
     measure = device_env.tile_options(opts.measure, platform)
-    spec, pipeline = kernel_session(
-        measure, space.apply(text, configs[0]),
-        rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
-        compile_options=space.compile_options(configs[0]),
-        isolation=device_env.isolation_for(platform, measure.isolation),
-        fresh_compiler_per_job=space.fresh_compiler_per_config,
-        timer=device_env.timer_for(platform, "tile", measure.timer))
-    if workers is None:
-        with SharedWorkers(reuse=False) as own:
-            return measure_kernel(kernel, space, opts, configs, progress, on_row, own)
     run = _KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
     noop_settings: set[Any] = set()
     rows: dict[int, ConfigRow] = {}
     feats: dict[int, np.ndarray] = {}
-    extras: list[ConfigResult] = []
+    extras: list[ConfigRow] = [r for r in done if r["status"] in (CONTROL, REPEAT)]
+    resumed = {r["config_index"]: r for r in done if r["status"] not in (CONTROL, REPEAT)}
+    known: dict[str, int] = {}  # dedupe key -> config index (default: 0)
+
+    def keep(index: int, row: ConfigRow, config: KernelConfig, realized: KernelConfig) -> None:
+        rows[index] = row
+        if row["status"] == NOOP and len(config.settings) == 1:
+            noop_settings.add(config.settings[0])
+        if row["status"] == OK:
+            feats[index] = space.encode(realized)
 
     def record(result: ConfigResult) -> None:
         if result.repeat_of is not None and result.status != REPEAT:
             return  # a failed re-timing of a config measured fine before: nothing to keep
         if result.status in (CONTROL, REPEAT):
-            extras.append(result)  # rows after the configs, once their indices are known
+            # journaled at once at an index of its own; renumbered after the configs below
+            row = tile_row(EXTRA_BASE + len(extras), by_index[result.repeat_of or 0], measure,
+                           result, {}, extra=True)
+            extras.append(row)
+            on_row(row)
             return
         assert result.index is not None  # only control rows have no config index
         index = result.index
         config = by_index[index]
         realized, facts = _realize(space, config, result.optimized_text)
-        if result.status == NOOP and len(config.settings) == 1:
-            noop_settings.add(config.settings[0])
-        if result.status == OK:
-            if index and result.timing and result.default_timing and result.stop_reason is None:
-                facts.update(_effect(result.timing, result.default_timing))
-            feats[index] = space.encode(realized)
-        rows[index] = tile_row(index, config, measure, result, facts)
+        if (result.status == OK and index and result.timing and result.default_timing
+                and result.stop_reason is None):
+            facts.update(_effect(result.timing, result.default_timing))
+        keep(index, tile_row(index, config, measure, result, facts), config, realized)
         on_row(rows[index])
         progress(f"{kernel.name}: config {index} {result.status}")
 
+    def resume(index: int) -> bool:
+        row = resumed.get(index)
+        if row is None:
+            return False
+        config = by_index[index]
+        keep(index, row, config, _resumed_config(space, config, row))
+        real = json.loads(row["realized"] or "{}")
+        if row["status"] == OK and real.get("fingerprint"):
+            known.setdefault(code_key(real["fingerprint"], real.get("code_hash")), index)
+        return True
+
     def enough() -> bool:
-        return sum(1 for r in rows.values() if r["status"] == OK) >= opts.configs_per_kernel
+        """Measured ok, or compiled to a new program and still to be timed."""
+        ok = sum(1 for r in rows.values() if r["status"] == OK)
+        pending = sum(1 for i in set(known.values()) if i not in rows)
+        return ok + pending >= opts.configs_per_kernel
 
     def finished() -> list[tuple[float, float]]:
         return [(low, high) for r in rows.values()
@@ -188,14 +220,33 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                 and (low := r["relative_ci_low"]) is not None
                 and (high := r["relative_ci_high"]) is not None]
 
-    measurer = workers.session(spec, pipeline)
-    restarts = measurer.restarts
-    info = measurer.start()
-    known = {info.key: 0}
     by_index[0] = configs[0]
-    record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
-                        realized=info.realized, compile_seconds=info.compile_seconds,
-                        max_abs_error=0.0, optimized_text=info.optimized_text))
+    resume(0)
+    measurer: PipelinedMeasurer | None = None
+
+    def session() -> PipelinedMeasurer:
+        nonlocal measurer
+        if measurer is None:
+            spec, pipeline = kernel_session(
+                measure, space.apply(text, configs[0]),
+                rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
+                compile_options=space.compile_options(configs[0]),
+                isolation=device_env.isolation_for(platform, measure.isolation),
+                fresh_compiler_per_job=space.fresh_compiler_per_config,
+                timer=device_env.timer_for(platform, "tile", measure.timer))
+            measurer = workers.session(spec, pipeline)
+            run.restarts = -measurer.restarts
+            info = measurer.start()
+            known[info.key] = 0
+            if 0 not in rows:
+                record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
+                                    realized=info.realized,
+                                    compile_seconds=info.compile_seconds, max_abs_error=0.0,
+                                    optimized_text=info.optimized_text))
+        return measurer
+
+    if 0 not in rows:
+        session()
     singles = [c for c in configs[1:] if len(c.settings) == 1]
     combos = [c for c in configs[1:] if len(c.settings) > 1]
     for phase in (singles, combos):
@@ -207,28 +258,116 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                 continue  # a combination with a setting that alone changed nothing
             index = len(by_index)
             by_index[index] = config
+            if resume(index):
+                continue
             try:
                 jobs.append(Job(index, space.apply(text, config),
                                 options=space.compile_options(config)))
             except ConfigError as exc:
                 record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
-        if not enough():
-            measurer.run(jobs, known, record, stop=enough, context=finished)
+        if jobs and not enough():
+            session().run(jobs, known, record, stop=enough, context=finished)
         else:
             for job in jobs:  # never compiled: not part of the data
                 by_index.pop(job.index)
-    run.restarts = measurer.restarts - restarts
+    if measurer is not None:
+        run.restarts += measurer.restarts
     for index in sorted(rows):
         run.rows.append(rows[index])
         if index in feats:
             run.feats.append(feats[index])
     first = max(rows) + 1
-    for i, result in enumerate(extras):  # control/repeat rows follow the configs
-        row = tile_row(first + i, by_index[result.repeat_of or 0], measure, result, {},
-                       extra=True)
-        run.extras.append(row)
-        on_row(row)
+    # control/repeat rows follow the configs, in the order they were timed
+    run.extras = [{**row, "config_index": first + i}
+                  for i, row in enumerate(sorted(extras, key=lambda r: r["config_index"]))]
     return run
+
+
+def kernel_ids(kernels: Sequence[Kernel], program: str) -> list[str]:
+    return [tile_graph_id(program, k.fingerprint) for k in kernels]
+
+
+def measure_kernels(compiled_source: HloSource, kernels: Sequence[Kernel],
+                    space: KernelConfigSpace, opts: TileOptions, store: KernelStore, *,
+                    program: str, program_args: dict[str, Any], parent_graph_id: str | None,
+                    progress: Progress = lambda _m: None,
+                    on_kernel: Callable[[int, int, str], None] = lambda _i, _n, _name: None,
+                    on_row: Callable[[ConfigRow], None] = lambda _r: None,
+                    on_resumed: Callable[[list[ConfigRow]], None] = lambda _r: None
+                    ) -> KernelsDone:
+    """Measure, build and hand ``store`` each kernel as soon as it is done (kernels the store
+    already settled are passed over; a kernel it holds rows of continues from them)."""
+    platform, device_kind = device_info(opts.measure.backend)
+    out = KernelsDone()
+    with SharedWorkers(reuse=opts.share_workers) as workers:
+        for i, (kernel, graph_id) in enumerate(zip(kernels, kernel_ids(kernels, program),
+                                                   strict=True), start=1):
+            progress(f"kernel {i}/{len(kernels)}: {kernel.name}")
+            on_kernel(i, len(kernels), kernel.name)
+            if store.stored(graph_id):
+                out.resumed.append(graph_id)
+                continue
+            if (why := store.skipped(kernel.name)) is not None:
+                out.skipped[kernel.name] = why
+                continue
+            configs = space.configs(kernel.module)
+            if len(configs) < 2:
+                why = f"no {space.name} configs for this kernel"
+            else:
+                done = store.measured(graph_id)
+                on_resumed(done)
+
+                def measured(row: ConfigRow, graph_id: str = graph_id) -> None:
+                    store.row(graph_id, row)
+                    on_row(row)
+
+                try:
+                    run = measure_kernel(kernel, space, opts, configs, progress, measured,
+                                         workers, done)
+                except (WorkerError, ConfigError) as exc:
+                    why = f"default config failed: {exc}"
+                else:
+                    out.restarts += run.restarts
+                    out.tried.update(r["status"] for r in run.rows)
+                    built = _kernel_graph(compiled_source, kernel, run, space.name, opts,
+                                          program=program, program_args=program_args,
+                                          parent_graph_id=parent_graph_id, platform=platform,
+                                          device_kind=device_kind)
+                    if isinstance(built, tuple):
+                        store.store(*built)
+                        out.stored.append(built)
+                        if len(kernel.instances) > 1:
+                            out.instances[graph_id] = kernel.instances
+                        continue
+                    why = built
+            out.skipped[kernel.name] = why
+            store.skip(kernel.name, why)
+    return out
+
+
+def _kernel_graph(compiled_source: HloSource, kernel: Kernel, run: _KernelRun, space: str,
+                  opts: TileOptions, *, program: str, program_args: dict[str, Any],
+                  parent_graph_id: str | None, platform: str, device_kind: str
+                  ) -> tuple[CollectedGraph, list[ConfigRow]] | str:
+    """The kernel's graph and config rows, or why it is not stored (too few distinct ok
+    configs)."""
+    distinct = sum(1 for r in run.rows if r["status"] == OK)
+    if distinct < opts.min_distinct:
+        statuses = dict(Counter(r["status"] for r in run.rows))
+        return (f"{distinct} distinct config(s) after {len(run.rows)} tried "
+                f"{statuses}: no {space} choice changed this kernel")
+    origin = f"{compiled_source.origin}:{kernel.name}"
+    src = HloSource(kernel.module, kernel.text, None, compiled_source.kind, "optimized", origin)
+    graph = featurize(kernel.module)
+    rows, arrays = kernel_arrays([*run.rows, *run.extras], run.feats)
+    row: GraphRow = {
+        **graph_row(src, graph, program=program, program_args=program_args,
+                    collection="tile", backend=platform, device_kind=device_kind,
+                    config_space=space),
+        "graph_id": tile_graph_id(program, kernel.fingerprint),
+        "parent_graph_id": parent_graph_id, "parent_instruction": kernel.name,
+        "num_configurable": 0, "num_configs": int(arrays["config_runtime"].shape[0])}
+    return CollectedGraph(src, graph, row, arrays), rows
 
 
 def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict[str, Any],
@@ -236,101 +375,20 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
                  progress: Progress = lambda _m: None,
                  on_kernel: Callable[[int, int, str], None] = lambda _i, _n, _name: None,
                  on_row: Callable[[ConfigRow], None] = lambda _r: None) -> TileResult:
-    """Extract, configure and measure every kernel of an optimized module (library entry point
-    behind ``tgt collect --collection tile``)."""
+    """Extract, configure and measure every kernel of an optimized module, in memory (the
+    library entry point; ``tgt collect --collection tile`` commits kernel by kernel:
+    ``collect/tile_resume.py``)."""
     device_env.share_device_memory()
-    platform, device_kind = device_info(opts.measure.backend)
+    platform, _kind = device_info(opts.measure.backend)
     space = opts.space or default_space(platform, seed=opts.measure.seed)
     extraction = extract_kernels(compiled_source.module, opts.measure.max_kernels,
                                  source=compiled_source.origin)
-    skipped = dict(extraction.skipped)
-    graphs: list[tuple[CollectedGraph, list[ConfigRow]]] = []
-    restarts = 0
-    tried: Counter[Status] = Counter()
-    instances: dict[str, list[str]] = {}
-    runs: list[tuple[Kernel, _KernelRun]] = []
-    with SharedWorkers(reuse=opts.share_workers) as workers:
-        for i, kernel in enumerate(extraction.kernels, start=1):
-            progress(f"kernel {i}/{len(extraction.kernels)}: {kernel.name}")
-            on_kernel(i, len(extraction.kernels), kernel.name)
-            configs = space.configs(kernel.module)
-            if len(configs) < 2:
-                skipped[kernel.name] = f"no {space.name} configs for this kernel"
-                continue
-            try:
-                runs.append((kernel, measure_kernel(kernel, space, opts, configs, progress,
-                                                    on_row, workers)))
-            except (WorkerError, ConfigError) as exc:
-                skipped[kernel.name] = f"default config failed: {exc}"
-    for kernel, run in runs:
-        restarts += run.restarts
-        tried.update(r["status"] for r in run.rows)
-        distinct = sum(1 for r in run.rows if r["status"] == OK)
-        if distinct < opts.min_distinct:
-            statuses = dict(Counter(r["status"] for r in run.rows))
-            skipped[kernel.name] = (f"{distinct} distinct config(s) after {len(run.rows)} tried "
-                                    f"{statuses}: no {space.name} choice changed this kernel")
-            continue
-        origin = f"{compiled_source.origin}:{kernel.name}"
-        src = HloSource(kernel.module, kernel.text, None,
-                        compiled_source.kind, "optimized", origin)
-        graph = featurize(kernel.module)
-        rows, arrays = kernel_arrays([*run.rows, *run.extras], run.feats)
-        row: GraphRow = {
-            **graph_row(src, graph, program=program, program_args=program_args,
-                        collection="tile", backend=platform, device_kind=device_kind,
-                        config_space=space.name),
-            "graph_id": tile_graph_id(program, kernel.fingerprint),
-            "parent_graph_id": parent_graph_id, "parent_instruction": kernel.name,
-            "num_configurable": 0, "num_configs": int(arrays["config_runtime"].shape[0])}
-        collected = CollectedGraph(src, graph, row, arrays)
-        graphs.append((collected, rows))
-        if len(kernel.instances) > 1:
-            instances[row["graph_id"]] = kernel.instances
-    summary = summarize(graphs, skipped, space.name, restarts, tried)
-    return TileResult(graphs, replace(summary, instances=instances))
-
-
-def summarize(graphs: list[tuple[CollectedGraph, list[ConfigRow]]],
-              skipped: dict[str, str], space: str, restarts: int = 0,
-              tried: Counter[Status] | None = None) -> TileSummary:
-    """Counts, statuses (of every config tried, stored kernels or not) and the largest effect
-    vs default over the stored kernels (fixed engine: in units of CV; paired: the largest
-    ratio whose CI excludes 1.0), and how sure the labels are (paired)."""
-    rows = [(g, r) for g, rs in graphs for r in rs if r["status"] not in (CONTROL, REPEAT)]
-    paired = is_paired([r for _, r in rows])
-    effects = []
-    apart: list[TileEffect] = []  # paired: configs whose 95% CI excludes the default's 1.0
-    not_as_requested = 0
-    for g, r in rows:
-        ratio = r["relative_to_default"]
-        if r["status"] != OK or r["is_default"]:
-            continue
-        real = json.loads(r["realized"] or "{}")
-        not_as_requested += real.get("matches_request") is False
-        if ratio is None:
-            continue
-        effect = TileEffect(
-            graph_id=g.graph_id, parent_instruction=g.row["parent_instruction"],
-            config=json.loads(r["config"]), relative_to_default=ratio,
-            effect_cv=real.get("effect_cv"), runtime_cv=r["runtime_cv"],
-            default_cv=real.get("default_cv"))
-        effects.append(effect)
-        low, high = r["relative_ci_low"], r["relative_ci_high"]
-        if low is not None and high is not None and not low <= 1.0 <= high:
-            apart.append(effect)
-    effects.sort(key=lambda e: -(e.effect_cv or 0))
-    apart.sort(key=lambda e: -abs(math.log(e.relative_to_default)))
-    relative = [e.relative_to_default for e in effects]
-    status = tried if tried is not None else Counter(r["status"] for _, r in rows)
-    largest = (apart[0] if apart else None) if paired else (effects[0] if effects else None)
-    return TileSummary(
-        config_space=space, kernels=len(graphs), kernels_skipped=len(skipped),
-        skipped=skipped, configs=sum(status.values()), configs_stored=len(rows),
-        status=dict(status), worker_restarts=restarts,
-        effects_over_3cv=sum(1 for e in effects if (e.effect_cv or 0) > 3),
-        largest_effect=largest,
-        best_speedup=1 / min(relative) if relative else None,
-        worst_slowdown=max(relative) if relative else None,
-        apart_from_default=len(apart) if paired else None,
-        labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested)
+    store = MemoryStore()
+    done = measure_kernels(compiled_source, extraction.kernels, space, opts, store,
+                           program=program, program_args=program_args,
+                           parent_graph_id=parent_graph_id, progress=progress,
+                           on_kernel=on_kernel, on_row=on_row)
+    summary = summarize([(g.row, rows) for g, rows in done.stored],
+                        {**extraction.skipped, **done.skipped}, space.name, done.restarts,
+                        done.tried)
+    return TileResult(done.stored, replace(summary, instances=done.instances))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -51,6 +51,13 @@ class KernelConfig:
         """configs.parquet ``config`` column: the settings as a JSON object (lists for tuples)."""
         return json.dumps({k: list(v) if isinstance(v, tuple) else v for k, v in self.settings},
                           sort_keys=True)
+
+    @classmethod
+    def from_json(cls, value: str | Mapping[str, Any]) -> KernelConfig:
+        """The inverse of :meth:`to_json` (a JSON text or its parsed object): lists become
+        tuples again, as settings are hashable."""
+        settings = json.loads(value) if isinstance(value, str) else value
+        return cls.of(**{k: tuple(v) if isinstance(v, list) else v for k, v in settings.items()})
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ from tpugraphs_tools.measure.options import (
 )
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
 from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.realized import honoured_json, options_key
+from tpugraphs_tools.measure.realized import code_key, honoured_json, options_key
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     CONTROL,
@@ -65,6 +65,7 @@ __all__ = [
     "Timing",
     "WorkerError",
     "apply_layout_config",
+    "code_key",
     "compile_hlo_source",
     "constraint_slots",
     "device_env",

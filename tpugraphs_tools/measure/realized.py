@@ -68,6 +68,13 @@ def options_key(optimized_fingerprint: str, options: dict[str, Any] | None) -> s
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def code_key(optimized_fingerprint: str, code_hash: str | None) -> str:
+    """Dedupe key on generated code (``SessionSpec.dedupe_on_code``): no dumped code means
+    library/runtime thunks only, and the HLO decides everything. A resumed tile kernel rebuilds
+    its measured configs' keys from their stored fingerprint and code hash."""
+    return options_key(f"{optimized_fingerprint}:{code_hash or 'no-code'}", None)
+
+
 def op_name(inst: Instruction) -> str | None:
     match = _OP_NAME.search(inst.attrs.get("metadata", ""))
     return match.group(1) if match else None

@@ -87,7 +87,7 @@ def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
     """
     from tpugraphs_tools.hlo import parse_hlo_text
     from tpugraphs_tools.measure import compile as C
-    from tpugraphs_tools.measure.realized import options_key, realized_layouts
+    from tpugraphs_tools.measure.realized import code_key, options_key, realized_layouts
 
     code = None
     if spec.dedupe_on_code:
@@ -98,8 +98,7 @@ def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
     realized = realized_layouts(parse_hlo_text(optimized_text, source="optimized"), slots)
     if not spec.dedupe_on_code:
         return exe, realized, options_key(realized["fingerprint"], options), optimized_text
-    # No dumped code means library/runtime thunks only: the HLO decides everything.
-    key = options_key(f"{realized['fingerprint']}:{code or 'no-code'}", None)
+    key = code_key(realized["fingerprint"], code)
     return exe, {**realized, "code_hash": code}, key, optimized_text
 
 

@@ -1,6 +1,12 @@
 """Dataset storage: manifest + Parquet tables + one TpuGraphs npz per graph."""
 
-from tpugraphs_tools.store.atomic import CACHE_DIR, JOURNAL, TEMP_MARK, WORK_DIR
+from tpugraphs_tools.store.atomic import (
+    CACHE_DIR,
+    JOURNAL,
+    TEMP_MARK,
+    WORK_DIR,
+    write_bytes_atomic,
+)
 from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id, write_npz
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
 from tpugraphs_tools.store.key_batches import WholeKeys, key_batches, last_rows
@@ -57,5 +63,6 @@ __all__ = [
     "shared_log_se",
     "table_info",
     "to_arrow_table",
+    "write_bytes_atomic",
     "write_npz",
 ]

@@ -12,6 +12,9 @@ not retry (``max_retries=0``), so every loss is seen and reported. Only a task t
 delivers rows, and the driver commits a graph once all its chunks returned: a lost chunk's
 configs are measured once more elsewhere and stored once, never twice.
 
+Tile items (``--collection tile``) are measured by the driver's own workers, journaled and
+committed kernel by kernel as in a local run (``collect/tile_resume.py``).
+
 Runtimes are only comparable between identical nodes: use one node type per dataset.
 """
 
@@ -31,17 +34,23 @@ from tpugraphs_tools.collect.layout import (
     layout_result,
     next_control_index,
 )
+from tpugraphs_tools.collect.progress import ProgressTracker
 from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.run import (
+    CollectItem,
     CollectRequest,
     CollectSummary,
     build_graph,
     commit_graph,
+    resumed_line,
     start_graph,
+    tile_sources,
 )
+from tpugraphs_tools.collect.tile_resume import collect_tiles
 from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import CollectError
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
+from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError
 from tpugraphs_tools.store import Dataset
@@ -162,11 +171,17 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
     try:
         graphs: dict[str, _Graph] = {}
         for item in request.items:
+            if item.collection == Kind.TILE:
+                progress(f"{item.label}: tile kernels, measured by this driver's workers")
+                _collect_tiles_here(dataset, item, request.backend, summary)
+                continue
             collected = build_graph(item, request.backend)
             work = start_graph(dataset, collected, item.options, summary)
             if work is None:
                 continue
             layout, journal, done = work
+            if done:
+                summary.resumed[collected.graph_id] = resumed_line(done)
             layout = replace(layout, backend=request.backend)
             space = layout_space(collected.source.module)
             configs = generate_configs(space, layout.configs, layout.strategy, layout.seed)
@@ -210,6 +225,15 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
         if started_here:
             ray.shutdown()
     return summary
+
+
+def _collect_tiles_here(dataset: Dataset, item: CollectItem, backend: str | None,
+                        summary: CollectSummary) -> None:
+    """A tile item runs on the driver, journaled and committed kernel by kernel as a local
+    run does (its kernels are small: one task each would mostly pay for its own start)."""
+    tracker = ProgressTracker(lambda _event: None, [None])
+    tracker.begin(0, item.label)
+    collect_tiles(dataset, item, tile_sources(item, backend), backend, summary, tracker)
 
 
 def _commit(dataset: Dataset, state: _Graph, summary: CollectSummary) -> None:
