@@ -24,6 +24,7 @@ Tree::
     ├── CollectError          collect/: requests and plans
     │   └── PlanError
     ├── DatasetError          store/, publish/, partition/: dataset directories and trees
+    │   ├── DatasetFileError  a dataset file (manifest, table part, npz) missing or damaged
     │   ├── FormatVersionError
     │   ├── TuningDataError   an official raw tuning proto that cannot be imported
     │   └── NothingToScore (also a BaselineError)
@@ -145,6 +146,10 @@ class PlanError(CollectError):
 
 class DatasetError(TgtError):
     """Raised for a dataset directory that cannot be read or written as asked (names file/key)."""
+
+
+class DatasetFileError(DatasetError):
+    """Raised by the store's readers for a missing or damaged manifest, table part or npz."""
 
 
 class FormatVersionError(DatasetError):

@@ -1,7 +1,14 @@
 """Dataset storage: manifest + Parquet tables + one TpuGraphs npz per graph."""
 
 from tpugraphs_tools.store.atomic import CACHE_DIR, JOURNAL, TEMP_MARK, WORK_DIR
-from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id, write_npz
+from tpugraphs_tools.store.dataset import (
+    NPZ_ERRORS,
+    Dataset,
+    Transaction,
+    make_graph_id,
+    read_npz,
+    write_npz,
+)
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
 from tpugraphs_tools.store.key_batches import WholeKeys, key_batches, last_rows
 from tpugraphs_tools.store.label_stats import (
@@ -18,7 +25,14 @@ from tpugraphs_tools.store.label_stats import (
 )
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, jax_versions, now, sha256_file
 from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir, to_arrow_table
-from tpugraphs_tools.store.tables import ROW_GROUP_ROWS, Part, TableInfo, parts_for_key, table_info
+from tpugraphs_tools.store.tables import (
+    ROW_GROUP_ROWS,
+    TABLES_DIR,
+    Part,
+    TableInfo,
+    parts_for_key,
+    table_info,
+)
 
 __all__ = [
     "CACHE_DIR",
@@ -26,7 +40,9 @@ __all__ = [
     "JOURNAL",
     "LABEL_COLUMNS",
     "MANIFEST",
+    "NPZ_ERRORS",
     "ROW_GROUP_ROWS",
+    "TABLES_DIR",
     "TEMP_MARK",
     "WORK_DIR",
     "Z95",
@@ -52,6 +68,7 @@ __all__ = [
     "noise_ceiling",
     "now",
     "parts_for_key",
+    "read_npz",
     "schema_dir",
     "sha256_file",
     "shared_log_se",
