@@ -21,6 +21,7 @@ Tree::
     ├── ConfigError           configs/, measure/apply: a config that does not fit its graph
     ├── MeasureError          measure/: timing workers
     │   └── WorkerError (RuntimeError)
+    │       └── DefaultTimeoutError  the default ran past --timeout (a limit, not the backend)
     ├── CollectError          collect/: requests and plans
     │   └── PlanError
     ├── DatasetError          store/, publish/, partition/: dataset directories and trees
@@ -128,6 +129,14 @@ class MeasureError(TgtError):
 
 class WorkerError(MeasureError, RuntimeError):
     """Raised when the default config itself cannot be compiled or run: nothing can be measured."""
+
+
+class DefaultTimeoutError(WorkerError):
+    """Raised when the default config did not finish within ``--timeout`` (the user's limit)."""
+
+    def __init__(self, message: str, timeout: float) -> None:
+        super().__init__(message)
+        self.timeout = timeout  # the --timeout in effect, seconds
 
 
 # -- collection -------------------------------------------------------------------------------

@@ -163,7 +163,8 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
         graphs: dict[str, _Graph] = {}
         for item in request.items:
             collected = build_graph(item, request.backend)
-            work = start_graph(dataset, collected, item.options, summary)
+            work = start_graph(dataset, collected, item.options, summary,
+                               request.retry_unmeasured)
             if work is None:
                 continue
             layout, journal, done = work
