@@ -21,10 +21,12 @@ Tree::
     ├── ConfigError           configs/, measure/apply: a config that does not fit its graph
     ├── MeasureError          measure/: timing workers
     │   ├── WorkerError (RuntimeError)
+    │   │   └── DefaultTimeoutError  the default ran past --timeout (a limit, not the backend)
     │   └── DeviceTimerError (RuntimeError, internal: the engine falls back to host time)
     ├── CollectError          collect/: requests and plans
     │   └── PlanError
     ├── DatasetError          store/, publish/, partition/: dataset directories and trees
+    │   ├── DatasetFileError  a dataset file (manifest, table part, npz) missing or damaged
     │   ├── FormatVersionError
     │   ├── TuningDataError   an official raw tuning proto that cannot be imported
     │   └── NothingToScore (also a BaselineError)
@@ -131,6 +133,14 @@ class WorkerError(MeasureError, RuntimeError):
     """Raised when the default config itself cannot be compiled or run: nothing can be measured."""
 
 
+class DefaultTimeoutError(WorkerError):
+    """Raised when the default config did not finish within ``--timeout`` (the user's limit)."""
+
+    def __init__(self, message: str, timeout: float) -> None:
+        super().__init__(message)
+        self.timeout = timeout  # the --timeout in effect, seconds
+
+
 class DeviceTimerError(MeasureError, RuntimeError):
     """Raised when a device timer cannot time a sample (missing API, no records, implausible)."""
 
@@ -151,6 +161,10 @@ class PlanError(CollectError):
 
 class DatasetError(TgtError):
     """Raised for a dataset directory that cannot be read or written as asked (names file/key)."""
+
+
+class DatasetFileError(DatasetError):
+    """Raised by the store's readers for a missing or damaged manifest, table part or npz."""
 
 
 class FormatVersionError(DatasetError):

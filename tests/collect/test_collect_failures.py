@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 from click.testing import CliRunner
 
 from tpugraphs_tools.cli import main
@@ -101,3 +102,34 @@ def test_ray_chunk_of_an_unrunnable_module_returns_failure_rows():
     assert [r["config_index"] for r in rows] == [1, 2]
     assert {r["status"] for r in rows} == {DEFAULT_FAILED}
     assert not any(r["is_default"] for r in rows)
+
+
+def test_a_graph_a_timeout_left_unmeasured_is_measured_by_a_rerun(tmp_path: Path, write_file,
+                                                                  tiny_hlo: str):
+    """A --timeout too short for the default is the user's limit, not the backend's failing:
+    the reason says so, and a rerun with a workable --timeout measures the graph."""
+    path = write_file("tiny.hlo", tiny_hlo)
+    args = ["collect", "--hlo", str(path), "--out", str(tmp_path / "d"), *FAST]
+    first = CliRunner().invoke(main, [*args, "--timeout", "0.001"])
+    assert first.exit_code == EXIT_PARTIAL, first.output
+    text = " ".join(first.output.split())
+    assert "--timeout 0.001" in text and "on cpu" not in text
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert "already complete" not in again.output
+    statuses = Dataset.open(tmp_path / "d").configs()["status"].to_list()
+    assert DEFAULT_FAILED not in statuses and "ok" in statuses
+
+
+@pytest.mark.slow
+def test_a_backend_failure_is_retried_only_when_asked(tmp_path: Path, write_file):
+    path = write_file("custom.hlo", CUSTOM_CALL)
+    args = ["collect", "--hlo", str(path), "--out", str(tmp_path / "d"), *FAST]
+    assert CliRunner().invoke(main, args).exit_code == EXIT_PARTIAL
+    skipped = CliRunner().invoke(main, args)
+    assert skipped.exit_code == EXIT_PARTIAL
+    assert "already complete" in skipped.output and "--retry-unmeasured" in skipped.output
+    retried = CliRunner().invoke(main, [*args, "--retry-unmeasured"])
+    assert retried.exit_code == EXIT_PARTIAL, retried.output
+    assert "already complete" not in retried.output  # measured again (and failed again)
+    assert Dataset.open(tmp_path / "d").configs().height == 3  # rows replaced, not added

@@ -71,8 +71,11 @@ def test_the_record_checks_what_its_metadata_says() -> None:
     for name, info in OPTION_INFO.items():
         if info.minimum is not None:
             low = info.minimum - (1 if option_kind(name) is int else 0.5)
-            with pytest.raises(ValueError, match=f"{name} must be >= "):
+            with pytest.raises(ValueError, match=f"{name} must be >=? "):
                 MeasureOptions.from_keys({name: option_kind(name)(low)})
+            if info.above:  # the bound itself is out too
+                with pytest.raises(ValueError, match=f"{name} must be > "):
+                    MeasureOptions.from_keys({name: option_kind(name)(info.minimum)})
         if info.choices:
             with pytest.raises(ValueError, match=f"{name} must be one of"):
                 MeasureOptions.from_keys({name: "no-such-choice"})
@@ -176,3 +179,21 @@ def test_worker_specs_are_derived_from_the_record() -> None:
                                     isolation="pause", fresh_compiler_per_job=True)
     assert spec.dedupe_on_code and spec.return_optimized and spec.fresh_compiler_per_job
     assert pipeline.isolation == "pause" and pipeline.compile_workers == 3
+
+
+@pytest.mark.parametrize("flag", [["--timeout", "-1"], ["--timeout", "0"], ["--seed", "-1"]])
+def test_an_out_of_range_value_is_a_usage_error(tmp_path: Path, flag: list[str]) -> None:
+    """Checked where parsed: --timeout -1 once spoiled a graph as 'cannot run on cpu'."""
+    result = CliRunner().invoke(main, ["collect", "--program", "mlp", "--out",
+                                       str(tmp_path / "d"), *flag])
+    assert result.exit_code == 2, result.output
+    assert flag[0] in result.output and not (tmp_path / "d").exists()
+
+
+def test_every_numeric_flag_of_every_command_has_a_range() -> None:
+    """A bare INT/FLOAT flag lets a negative value through to where it does harm."""
+    bare = [f"{name} {p.opts[0]}" for name, command in main.commands.items()
+            for p in command.params if isinstance(p, click.Option)
+            and isinstance(p.type, click.types.IntParamType | click.types.FloatParamType)
+            and not isinstance(p.type, click.IntRange | click.FloatRange)]
+    assert bare == []

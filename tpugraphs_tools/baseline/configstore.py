@@ -29,6 +29,7 @@ import numpy as np
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Collection, collection_of
 from tpugraphs_tools.store import CACHE_DIR as STORE_CACHE_DIR
+from tpugraphs_tools.store import NPZ_ERRORS
 
 CACHE_DIR = Path(STORE_CACHE_DIR) / "baseline-configs"
 CACHE_VERSION = 2           # bump when the files' contents or conversions change
@@ -246,7 +247,7 @@ class ConfigCache:
             except OSError:
                 if not (folder / "runtime.npy").exists():  # not another process's entry
                     raise
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        except NPZ_ERRORS as exc:
             raise DatasetError(f"{npz}: cannot repack configs into {self.dir}: {exc} "
                                f"(--in-memory-configs reads without a cache)") from None
         finally:

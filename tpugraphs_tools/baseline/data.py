@@ -16,7 +16,7 @@ import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import SPLITS, Collection, Kind, collection_of, tree_hints
-from tpugraphs_tools.store import LABEL_COLUMNS, shared_log_se
+from tpugraphs_tools.store import LABEL_COLUMNS, read_npz, shared_log_se
 
 
 @dataclass(frozen=True)
@@ -159,11 +159,8 @@ class TgtSource:
             copies = self.num_copies(info.graph_id, count)
             ci = self.label_ci(info.graph_id, count)
         else:
-            try:
-                with np.load(path, allow_pickle=False) as npz:
-                    keys = tuple(_structure_keys(npz.files, info.kind))
-            except Exception as exc:  # damaged zip: the same message as load_arrays
-                raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
+            with read_npz(path) as npz:
+                keys = tuple(_structure_keys(npz.files, info.kind))
             arrays, copies, ci = self.dataset.load_arrays(info.graph_id, keys), None, None
         ds = self.dataset
 
@@ -234,12 +231,9 @@ class TpuGraphsTreeSource:
 
     def load(self, info: GraphInfo, with_configs: bool = True) -> GraphRecord:
         path = self.npz_file(info.graph_id)
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                keys = npz.files if with_configs else _structure_keys(npz.files, info.kind)
-                arrays = {k: npz[k] for k in keys}
-        except (OSError, ValueError) as exc:
-            raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
+        with read_npz(path) as npz:
+            keys = npz.files if with_configs else _structure_keys(npz.files, info.kind)
+            arrays = {k: npz[k] for k in keys}
         if "node_splits" in arrays:
             arrays["node_splits"] = arrays["node_splits"].reshape(-1)
         return GraphRecord(info, arrays)
@@ -247,10 +241,10 @@ class TpuGraphsTreeSource:
 
 def open_source(path: str | Path) -> GraphSource:
     """A tgt dataset if ``path`` has a manifest.json, else an official TpuGraphs tree."""
-    from tpugraphs_tools.store import MANIFEST
+    from tpugraphs_tools.store import MANIFEST, TABLES_DIR
 
     root = Path(path)
-    if (root / MANIFEST).exists():
+    if (root / MANIFEST).exists() or (root / TABLES_DIR).is_dir():  # the store names damage
         return TgtSource(root)
     if root.is_dir():
         return TpuGraphsTreeSource(root)

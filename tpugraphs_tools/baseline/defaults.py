@@ -13,7 +13,7 @@ import polars as pl
 
 from tpugraphs_tools.baseline.configstore import ConfigCache, layout_values
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource
-from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.store import read_npz
 
 
 def default_row_index(source: GraphSource, graph_id: str) -> int | None:
@@ -40,13 +40,10 @@ def default_row(source: GraphSource, info: GraphInfo, cache: ConfigCache | None
         feat = cache.open(source, info.graph_id, info.kind).feat
         return np.asarray(feat[np.array([row])][0]) if row < len(feat) else None
     path = source.npz_file(info.graph_id)
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            if spec.config_feat_key not in npz.files:
-                return None
-            values = npz[spec.config_feat_key]
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{path}: cannot read {spec.config_feat_key}: {exc}") from None
+    with read_npz(path) as npz:
+        if spec.config_feat_key not in npz.files:
+            return None
+        values = npz[spec.config_feat_key]
     if row >= values.shape[0]:
         return None
     picked = values[row]

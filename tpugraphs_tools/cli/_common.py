@@ -223,7 +223,7 @@ def split_options(fn: F) -> F:
     """--split-by/--seed/--ratios, shared by export and publish so both split alike."""
     fn = click.option("--ratios", default="0.8,0.1,0.1", show_default=True, callback=_ratios,
                       help="train,valid,test fractions of the groups without a stored split.")(fn)
-    fn = click.option("--seed", type=int, default=0, show_default=True,
+    fn = click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                       help="Seed of the group shuffle (same seed, same splits).")(fn)
     return click.option("--split-by", type=click.Choice(["program", "fingerprint"]),
                         default="program", show_default=True,

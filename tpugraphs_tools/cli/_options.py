@@ -56,8 +56,8 @@ def _param_type(name: str) -> click.ParamType:
     if info.minimum is None:
         return click.FLOAT if kind is float else click.INT
     if kind is float:
-        return click.FloatRange(min=info.minimum)
-    return click.IntRange(min=int(info.minimum))
+        return click.FloatRange(min=info.minimum, min_open=info.above)
+    return click.IntRange(min=int(info.minimum), min_open=info.above)
 
 
 # Parameter name of a deprecated spelling: this prefix + the parameter it stands for.

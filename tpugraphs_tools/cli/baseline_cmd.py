@@ -30,7 +30,7 @@ _COLUMNS = {
 @data_argument
 @click.option("--epochs", type=click.IntRange(min=0), default=20, show_default=True,
               help="Training epochs.")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for initialisation, sampling and the split.")
 @click.option("--model", default=None, metavar="sage|gcn|PATH",
               help="Training: the graph layer, sage (GraphSAGE, default) or gcn. With "
@@ -48,7 +48,8 @@ _COLUMNS = {
               default="listmle", show_default=True,
               help="ListMLE, pairwise hinge (margin 0.1), or logistic over the pairs whose "
                    "label CIs are disjoint (sure-pairs).")
-@click.option("--lr", type=float, default=1e-3, show_default=True, help="Learning rate.")
+@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=1e-3,
+              show_default=True, help="Learning rate.")
 @click.option("--configs-per-graph", type=click.IntRange(min=2), default=16, show_default=True,
               help="Configs of a graph ranked together in one training step.")
 @click.option("--batch-graphs", type=click.IntRange(min=1), default=4, show_default=True,

@@ -56,15 +56,19 @@ INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
         section=RUN, help="Run items in this process or on a Ray cluster.")
 @option("--address", default=None, section=RUN,
         help="Ray cluster address (with --executor ray).")
+@option("--retry-unmeasured", is_flag=True, section=RUN,
+        help="Measure again the graphs stored without measured configs (default_failed), "
+             "e.g. after fixing the backend; graphs a --timeout stopped are retried anyway.")
 @handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
             status_of: str | None, out: str | None, backend: str | None, executor: str,
-            address: str | None, **options: Any) -> None:
+            address: str | None, retry_unmeasured: bool, **options: Any) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
 
     Killed at any point, the same command resumes where it stopped. Exit status: 0 all
-    measured, 1 error (nothing half-written), 3 partial: a graph whose default config the
-    backend cannot compile or run is stored with `default_failed` config rows saying why.
+    measured, 1 error (nothing half-written), 3 partial: a graph whose default config cannot
+    be compiled or run (or ran past --timeout) is stored with `default_failed` config rows
+    saying why. A rerun measures it again if --timeout stopped it, or with --retry-unmeasured.
 
     \b
     Examples:
@@ -76,6 +80,8 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
       tgt collect --plan examples/plan.yaml
       tgt collect --status data/
     """
+    from dataclasses import replace
+
     from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
 
     terminal.warnings(resolve_deprecated(click.get_current_context(), options))
@@ -93,13 +99,15 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         items = [make_item(options, program=p) for p in programs]
         items += [make_item(options, hlo=h) for h in hlo_files]
         request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
-    summary = _run(request, executor, address)
+    summary = _run(replace(request, retry_unmeasured=retry_unmeasured), executor, address)
     _print_summary(summary)
     if summary.partial:
-        from tpugraphs_tools.collect import EXIT_PARTIAL
+        from tpugraphs_tools.collect import EXIT_PARTIAL, RETRY_FLAG
 
         for what, reason in summary.unmeasured.items():
-            terminal.note("partial", f"{what}: {reason}")
+            again = (f" (stored by an earlier run and skipped: add {RETRY_FLAG} to try again)"
+                     if what in summary.skipped else "")
+            terminal.note("partial", f"{what}: {reason}{again}")
         terminal.note("partial", f"{len(summary.unmeasured)} item(s) stored without measured "
                       f"configs (exit status {EXIT_PARTIAL}); the other items are complete")
         raise SystemExit(EXIT_PARTIAL)

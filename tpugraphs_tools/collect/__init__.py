@@ -1,7 +1,7 @@
 """Collection pipelines: programs/HLO → graphs → configs → measured runtimes → dataset."""
 
 from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
-from tpugraphs_tools.collect.failures import EXIT_PARTIAL
+from tpugraphs_tools.collect.failures import EXIT_PARTIAL, RETRY_FLAG
 from tpugraphs_tools.collect.graphs import CollectedGraph, collect_hlo_file, collect_source
 from tpugraphs_tools.collect.layout import collect_layout_configs
 from tpugraphs_tools.collect.plan import load_plan_file, make_item, request_from_plan
@@ -11,7 +11,7 @@ from tpugraphs_tools.collect.status import collection_status
 from tpugraphs_tools.measure import MeasureOptions
 
 __all__ = [
-    "EXIT_PARTIAL", "BarLine", "CollectItem", "CollectRequest", "CollectSummary",
+    "EXIT_PARTIAL", "RETRY_FLAG", "BarLine", "CollectItem", "CollectRequest", "CollectSummary",
     "CollectedGraph", "MeasureOptions", "ProgressEvent", "bar_lines", "collect",
     "collect_hlo_file", "collect_layout_configs", "collect_source", "collect_with_ray",
     "collection_status", "format_eta", "load_plan_file", "make_item", "request_from_plan",

@@ -5,6 +5,10 @@ transfers, send/recv, custom-calls the backend lacks) still featurizes: its grap
 stored with one ``default_failed`` config row per requested config, each carrying the reason,
 so nothing already computed is lost and the dataset says what happened. ``tgt collect`` then
 exits with :data:`EXIT_PARTIAL`.
+
+A rerun skips such a graph (its next failure would be the same), unless the failure came from
+a limit the user set (``--timeout``: the reason starts with :data:`OPTION_LIMIT`) or the rerun
+asks with ``--retry-unmeasured``; then the graph is measured again and its rows replaced.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tpugraphs_tools.collect.rows import ConfigRow, config_row
+from tpugraphs_tools.errors import DefaultTimeoutError
 from tpugraphs_tools.hlo import Module
 from tpugraphs_tools.measure import Status
 
@@ -30,6 +35,9 @@ if TYPE_CHECKING:
 
 DEFAULT_FAILED = Status.DEFAULT_FAILED
 EXIT_PARTIAL = 3  # documented in README.md and docs/collect.md
+RETRY_FLAG = "--retry-unmeasured"
+# how a stored reason starts when a user's option (not the backend) stopped the default
+OPTION_LIMIT = "stopped by an option: "
 
 # Opcodes a single-device CPU run commonly cannot execute; named in the one-line reason.
 _TRANSFER_OPCODES = ("send", "recv", "send-done", "recv-done", "infeed", "outfeed")
@@ -56,7 +64,10 @@ def suspects(module: Module) -> list[str]:
 def failure_reason(error: BaseException | str, module: Module, backend: str,
                    what: str = "default config") -> str:
     """One line: the backend, XLA's first line of the error, and what in the module may be
-    the cause."""
+    the cause; or, for the default running past ``--timeout``, that limit and what to do."""
+    if isinstance(error, DefaultTimeoutError):
+        return (f"{OPTION_LIMIT}{error}; give a larger --timeout (a rerun measures this "
+                "graph again)")
     text = str(error).strip()
     for prefix in ("default config failed: ",):
         text = text.removeprefix(prefix)
@@ -78,6 +89,11 @@ def unmeasured_rows(configs: list[dict[str, Any]], strategy: str, seed: int, rea
                         "is_default": i == 0, "status": DEFAULT_FAILED,
                         "config": json.dumps(config, sort_keys=True), "error_message": reason})
             for i, config in zip(indices, configs, strict=True)]
+
+
+def retried(reason: str, retry_unmeasured: bool) -> bool:
+    """Whether a rerun measures again a graph stored unmeasured for ``reason``."""
+    return retry_unmeasured or reason.startswith(OPTION_LIMIT)
 
 
 def unmeasured_reason(rows: Iterable[Mapping[str, Any]]) -> str | None:
@@ -122,7 +138,7 @@ def store_unmeasured(dataset: Dataset, collected: CollectedGraph, layout: Measur
                      journal: ConfigJournal, summary: CollectSummary,
                      error: BaseException) -> None:
     """Commit a graph whose default config failed, with a ``default_failed`` row per config
-    (the graph then counts as complete: rerunning the same command does not retry it)."""
+    (the graph then counts as complete: a rerun retries it only as :func:`retried` says)."""
     from tpugraphs_tools.collect.graphs import write_graphs
 
     module = collected.source.module

@@ -16,6 +16,7 @@ from typing import Any
 
 from tpugraphs_tools.collect.failures import (
     no_empty_out,
+    retried,
     store_unmeasured,
     unmeasured_reason,
 )
@@ -71,6 +72,7 @@ class CollectRequest:
     items: list[CollectItem] = field(default_factory=list)
     out: str = "data/"
     backend: str | None = None
+    retry_unmeasured: bool = False  # measure again graphs stored unmeasured (failures.py)
 
 
 def resolve_args(name: str, requested: Any) -> Any:
@@ -128,11 +130,12 @@ def tile_sources(item: CollectItem, backend: str | None
 
 
 def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOptions | None,
-                summary: CollectSummary
+                summary: CollectSummary, retry_unmeasured: bool = False
                 ) -> tuple[MeasureOptions, ConfigJournal, dict[int, ConfigRow]] | None:
     """Decide what is left to measure for one graph (shared by every executor).
 
-    Graph-only items are committed here; complete graphs are skipped. Otherwise returns the
+    Graph-only items are committed here; complete graphs are skipped (a graph stored
+    unmeasured is measured again when :func:`failures.retried` says). Otherwise returns the
     options, the graph's journal and the rows already measured (committed + journaled).
     """
     if layout is None or layout.configs <= 0:
@@ -144,12 +147,15 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOpti
     if committed is not None and sum(1 for i in committed if i < layout.configs) \
             >= layout.configs:  # control/repeat rows (indices past the configs) do not count
         reason = unmeasured_reason(committed.values())
-        if reason is not None:  # a rerun still reports the graph as unmeasured
-            summary.unmeasured[collected.graph_id] = reason
-        summary.skipped.append(collected.graph_id)
-        summary.graphs.append(graph_row_of(dataset.graph_row(collected.graph_id),
-                                           f"{dataset.root}: graphs.parquet"))
-        return None
+        if reason is not None and retried(reason, retry_unmeasured):
+            committed = None  # measured from scratch; the commit replaces the stored rows
+        else:
+            if reason is not None:  # a rerun still reports the graph as unmeasured
+                summary.unmeasured[collected.graph_id] = reason
+            summary.skipped.append(collected.graph_id)
+            summary.graphs.append(graph_row_of(dataset.graph_row(collected.graph_id),
+                                               f"{dataset.root}: graphs.parquet"))
+            return None
     journal = ConfigJournal(dataset.root, collected.graph_id, header)
     return layout, journal, {**(committed or {}), **journal.load()}
 
@@ -205,7 +211,7 @@ def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummar
             tracker.end()
             continue
         collected = build_graph(item, request.backend, tracker.stage)
-        work = start_graph(dataset, collected, item.options, summary)
+        work = start_graph(dataset, collected, item.options, summary, request.retry_unmeasured)
         if work is None:
             tracker.end()
             continue

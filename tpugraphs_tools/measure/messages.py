@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tpugraphs_tools.errors import DefaultTimeoutError as DefaultTimeoutError
 from tpugraphs_tools.errors import WorkerError as WorkerError
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.timing import Timing

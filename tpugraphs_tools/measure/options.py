@@ -35,7 +35,8 @@ class OptionInfo:
 
     help: str
     group: str = MEASUREMENT
-    minimum: float | None = None            # inclusive; None: any value
+    minimum: float | None = None            # inclusive (unless above); None: any value
+    above: bool = False                     # the value must exceed ``minimum``
     choices: tuple[str, ...] = ()
     kind: type | None = None                # int or float where the default is None
     flag: str | None = None                 # the CLI spelling; None: ``--field-name``
@@ -71,7 +72,7 @@ class MeasureOptions:
     strategy: str = _option(
         "default", "default: perturbations of the compiler's choice; random: every "
         "configurable tensor gets a random layout.", group=CONFIGS, choices=STRATEGIES)
-    seed: int = _option(0, "Seed for configs and inputs.", group=CONFIGS, minimum=None)
+    seed: int = _option(0, "Seed for configs and inputs.", group=CONFIGS, minimum=0)
     warmup: int = _option(
         2, "Untimed runs of each program before timing (paired: passes over every loaded "
         "copy, at least one: the first when it is loaded, the others just before its "
@@ -80,7 +81,8 @@ class MeasureOptions:
         10, "--engine fixed: timed rounds per config.", group=EXPERT,
         minimum=1, flag="--fixed-rounds", deprecated_flags=("--repeats",))
     timeout: float = _option(
-        120.0, "Seconds per config (compile, or run) before the worker is killed.")
+        120.0, "Seconds per config (compile, or run) before the worker is killed.",
+        minimum=0.0, above=True)
     workers: int = _option(
         1, "Compile worker processes running ahead of the measurement worker.", minimum=1)
     timing_batch: int = _option(
@@ -178,8 +180,10 @@ class MeasureOptions:
             if isinstance(value, bool) or not isinstance(value, allowed):
                 raise ValueError(f"{name} must be {'a number' if number else 'an integer'}, "
                                  f"got {value!r}")
-            if info.minimum is not None and value < info.minimum:
-                raise ValueError(f"{name} must be >= {info.minimum}, got {value!r}")
+            if info.minimum is not None and (value <= info.minimum if info.above
+                                             else value < info.minimum):
+                raise ValueError(f"{name} must be {'>' if info.above else '>='} "
+                                 f"{info.minimum}, got {value!r}")
 
     @classmethod
     def from_keys(cls, values: Mapping[str, Any]) -> MeasureOptions:

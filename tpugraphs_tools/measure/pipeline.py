@@ -29,6 +29,7 @@ from tpugraphs_tools.measure.compile_side import CompileSide, OnResult
 from tpugraphs_tools.measure.messages import (
     Batch,
     Compiled,
+    DefaultTimeoutError,
     Go,
     Job,
     SessionSpec,
@@ -273,7 +274,9 @@ class PipelinedMeasurer(CompileSide):
                 self._measurer.kill()
                 signal_all(pause, signal.SIGCONT)
                 self._measures[phase], self._phase = None, 0
-                raise WorkerError("the default config could not be timed in time")
+                raise DefaultTimeoutError(
+                    f"the default config was not timed within --timeout "
+                    f"{self.opts.timeout_s:g} s", self.opts.timeout_s)
             try:
                 _kind, results = self._measurer.conn.recv()
             except (EOFError, ConnectionError):

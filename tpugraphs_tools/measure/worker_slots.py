@@ -14,7 +14,12 @@ from typing import Self
 
 from tpugraphs_tools.measure import workers as W
 from tpugraphs_tools.measure.engines import traits_of
-from tpugraphs_tools.measure.messages import DefaultInfo, SessionSpec, WorkerError
+from tpugraphs_tools.measure.messages import (
+    DefaultInfo,
+    DefaultTimeoutError,
+    SessionSpec,
+    WorkerError,
+)
 from tpugraphs_tools.measure.pipeline_state import PipelineOptions
 from tpugraphs_tools.measure.processes import WorkerProcess, resolve_isolation, split_cpus
 
@@ -68,7 +73,10 @@ class WorkerSlots:
         assert measure is not None
         if not measure.conn.poll(self.opts.timeout_s * READY_TIMEOUTS + READY_START_S):
             measure.kill()
-            raise WorkerError("measurement worker did not finish the default config in time")
+            limit = self.opts.timeout_s * READY_TIMEOUTS + READY_START_S
+            raise DefaultTimeoutError(
+                f"the measurement worker did not load the default config within {limit:g} s "
+                f"({READY_TIMEOUTS} x --timeout + {READY_START_S:g} s)", self.opts.timeout_s)
         try:
             kind, payload = measure.conn.recv()
         except EOFError:

@@ -19,7 +19,7 @@ import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.partition._methods import METHODS, Partition, partition_graph
-from tpugraphs_tools.store import Dataset, now
+from tpugraphs_tools.store import Dataset, now, read_npz
 
 TABLE = "partitions"
 PARTITIONS_DIR = "partitions"
@@ -124,11 +124,8 @@ def load_partition(dataset: Dataset, graph_id: str, name: str) -> np.ndarray:
         raise DatasetError(f"{dataset.root}: no partition {name!r} of graph {graph_id!r}; "
                            f"run `tgt partition {dataset.root}` first")
     path = dataset.root / rows["file"][0]
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            return npz[NODE_SEGMENT]
-    except (OSError, ValueError, KeyError) as exc:
-        raise DatasetError(f"{path}: cannot read {NODE_SEGMENT}: {exc}") from None
+    with read_npz(path) as npz:
+        return npz[NODE_SEGMENT]
 
 
 def stored_partitions(dataset: Dataset) -> list[str]:

@@ -7,7 +7,14 @@ from tpugraphs_tools.store.atomic import (
     WORK_DIR,
     write_bytes_atomic,
 )
-from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id, write_npz
+from tpugraphs_tools.store.dataset import (
+    NPZ_ERRORS,
+    Dataset,
+    Transaction,
+    make_graph_id,
+    read_npz,
+    write_npz,
+)
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
 from tpugraphs_tools.store.key_batches import WholeKeys, key_batches, last_rows
 from tpugraphs_tools.store.label_stats import (
@@ -24,7 +31,14 @@ from tpugraphs_tools.store.label_stats import (
 )
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, jax_versions, now, sha256_file
 from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir, to_arrow_table
-from tpugraphs_tools.store.tables import ROW_GROUP_ROWS, Part, TableInfo, parts_for_key, table_info
+from tpugraphs_tools.store.tables import (
+    ROW_GROUP_ROWS,
+    TABLES_DIR,
+    Part,
+    TableInfo,
+    parts_for_key,
+    table_info,
+)
 
 __all__ = [
     "CACHE_DIR",
@@ -32,7 +46,9 @@ __all__ = [
     "JOURNAL",
     "LABEL_COLUMNS",
     "MANIFEST",
+    "NPZ_ERRORS",
     "ROW_GROUP_ROWS",
+    "TABLES_DIR",
     "TEMP_MARK",
     "WORK_DIR",
     "Z95",
@@ -58,6 +74,7 @@ __all__ = [
     "noise_ceiling",
     "now",
     "parts_for_key",
+    "read_npz",
     "schema_dir",
     "sha256_file",
     "shared_log_se",

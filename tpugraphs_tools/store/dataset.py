@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import zipfile
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,7 +23,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from tpugraphs_tools.errors import DatasetError, FormatVersionError
+from tpugraphs_tools.errors import DatasetError, DatasetFileError, FormatVersionError
 from tpugraphs_tools.store import atomic, tables
 from tpugraphs_tools.store.key_batches import key_batches
 from tpugraphs_tools.store.manifest import (
@@ -34,6 +37,22 @@ from tpugraphs_tools.store.schema import to_arrow_table
 
 GRAPHS_DIR = "graphs"
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+# what a damaged npz raises, in np.load or when a member is read (zip, inflate, npy header)
+NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+
+
+@contextmanager
+def read_npz(path: Path) -> Iterator[Any]:
+    """``np.load(path)`` (never unpickling) for a block that reads its members: damage found
+    opening it or reading a member is one :class:`DatasetFileError` naming the file."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            yield npz
+    except NPZ_ERRORS as exc:
+        raise DatasetFileError(f"{path}: damaged npz (truncated or overwritten?): "
+                               f"{exc}") from None
 
 
 def make_graph_id(program: str, fingerprint: str) -> str:
@@ -53,9 +72,16 @@ class Dataset:
     def open(cls, root: str | Path, create: bool = False) -> Dataset:
         root = Path(root)
         if (root / atomic.JOURNAL).exists():
-            atomic.recover(root)
+            try:
+                atomic.recover(root)
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged journal
+                raise DatasetFileError(f"{root / atomic.JOURNAL}: cannot finish the "
+                                       f"interrupted commit it records: {exc}") from None
         path = root / MANIFEST
         if not path.exists():
+            if (root / tables.TABLES_DIR).is_dir():  # tables without the manifest naming them
+                raise DatasetFileError(f"{path}: missing, but {tables.TABLES_DIR}/ is there: a "
+                                   "damaged tgt dataset (restore manifest.json from a copy)")
             if not create:
                 raise DatasetError(f"{root}: not a tgt dataset (no {MANIFEST}); "
                                    f"create one with `tgt collect --out {root}`")
@@ -64,7 +90,9 @@ class Dataset:
         try:
             manifest = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise DatasetError(f"{path}: unreadable manifest: {exc}") from None
+            raise DatasetFileError(f"{path}: unreadable manifest: {exc}") from None
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("tables", {}), dict):
+            raise DatasetFileError(f"{path}: not a tgt manifest (no tables object)")
         version = manifest.get("format_version")
         if isinstance(version, int) and version > FORMAT_VERSION:
             raise FormatVersionError(f"{path}: format_version {version} is newer than this tgt "
@@ -88,7 +116,8 @@ class Dataset:
             return lazy.collect()
         except Exception as exc:  # missing or damaged part: name the table's parts
             files = ", ".join(p.file for p in self.table_info(name).parts)
-            raise DatasetError(f"{self.root}: unreadable {name} table ({files}): {exc}") from None
+            raise DatasetFileError(f"{self.root}: unreadable {name} table ({files}): "
+                                   f"{exc}") from None
 
     def graphs(self) -> pl.DataFrame:
         return self.table("graphs")
@@ -123,7 +152,7 @@ class Dataset:
         try:
             yield from key_batches(self.root, info, columns)
         except (OSError, pa.ArrowException) as exc:
-            raise DatasetError(f"{self.root}: unreadable {name} table: {exc}") from None
+            raise DatasetFileError(f"{self.root}: unreadable {name} table: {exc}") from None
 
     def count_rows(self, name: str) -> int:
         return self.table_info(name).rows
@@ -143,12 +172,8 @@ class Dataset:
     def load_arrays(self, graph_id: str, keys: tuple[str, ...] | None = None
                     ) -> dict[str, np.ndarray]:
         """One graph's arrays (all keys, or just ``keys``); never unpickles."""
-        path = self.npz_path(graph_id)
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                return {k: npz[k] for k in (keys or npz.files)}
-        except Exception as exc:  # a damaged npz fails in zipfile, zlib, tokenize, ...
-            raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
+        with read_npz(self.npz_path(graph_id)) as npz:
+            return {k: npz[k] for k in (keys or npz.files)}
 
     def iter_graphs(self) -> Iterator[tuple[dict[str, Any], dict[str, np.ndarray]]]:
         """Rows with their arrays, one graph in memory at a time."""
@@ -162,11 +187,8 @@ class Dataset:
 
         path = self.npz_path(graph_id)
         row = self.graph_row(graph_id)
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in GRAPH_KEYS if k in npz.files}
-        except Exception as exc:
-            raise DatasetError(f"{path}: cannot read arrays: {exc}") from None
+        with read_npz(path) as npz:
+            arrays = {k: npz[k] for k in GRAPH_KEYS if k in npz.files}
         return graph_to_networkx(row, arrays)
 
     def hlo_text(self, graph_id: str) -> str:

@@ -21,7 +21,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tpugraphs_tools.store.tables import ROW_GROUP_ROWS, TableInfo, conform
+from tpugraphs_tools.store.tables import ROW_GROUP_ROWS, TableInfo, check_parts, conform
 
 ROW = "__row"  # the row within its part, added to every batch
 
@@ -88,6 +88,7 @@ def key_batches(root: Path, info: TableInfo, columns: list[str],
     """``columns`` of table ``info`` (in the current schema), part by part, in batches that
     each hold every row of the keys in them; each batch has ``__row``, the row in its part."""
     for part in info.parts:
+        check_parts(root, [part])
         with pq.ParquetFile(root / part.file) as pf:
             present = set(pf.schema_arrow.names)
             stored = [c for c in columns if c in present]

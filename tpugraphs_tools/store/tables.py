@@ -23,6 +23,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tpugraphs_tools.errors import DatasetFileError
 from tpugraphs_tools.store.schema import arrow_schema
 
 TABLES_DIR = "tables"
@@ -93,6 +94,30 @@ def table_info(manifest: dict[str, Any], name: str, root: Path | None = None) ->
                      [Part(rel, rows if isinstance(rows, int) else 0)] if exists else [])
 
 
+# parts whose footer was read, with the (size, mtime) it was read at: a check per file, not per scan
+_CHECKED: dict[Path, tuple[int, int]] = {}
+
+
+def check_parts(root: Path, parts: list[Part]) -> None:
+    """Raise :class:`DatasetFileError` naming a part that is missing or not Parquet (truncated,
+    overwritten). Polars would fail later, deep inside a query, without the file's name."""
+    for part in parts:
+        path = root / part.file
+        try:
+            stat = path.stat()
+            seen = (stat.st_size, stat.st_mtime_ns)
+            if _CHECKED.get(path) == seen:
+                continue
+            pq.read_metadata(path)
+        except FileNotFoundError:
+            raise DatasetFileError(f"{path}: table part listed in manifest.json is missing"
+                                   ) from None
+        except (OSError, pa.ArrowException) as exc:
+            raise DatasetFileError(f"{path}: damaged table part (truncated or not Parquet): "
+                                   f"{exc}") from None
+        _CHECKED[path] = seen
+
+
 def polars_schema(name: str) -> pl.Schema:
     frame = pl.from_arrow(arrow_schema(name).empty_table())
     assert isinstance(frame, pl.DataFrame)  # a table (not one array) gives a frame
@@ -109,6 +134,7 @@ def scan(root: Path, info: TableInfo, parts: list[Part] | None = None) -> pl.Laz
     schema = polars_schema(info.name)
     if not parts:
         return pl.LazyFrame(schema=schema)
+    check_parts(root, parts)
     return pl.scan_parquet([root / p.file for p in parts], schema=schema, glob=False,
                            missing_columns="insert", extra_columns="ignore",
                            cast_options=pl.ScanCastOptions(integer_cast="upcast"))
@@ -129,6 +155,7 @@ def conform(table: pa.Table, name: str) -> pa.Table:
 def iter_batches(root: Path, part: Part, name: str,
                  columns: list[str] | None = None) -> Iterator[pa.Table]:
     """A part's row groups one at a time, in the current schema (bounded memory)."""
+    check_parts(root, [part])
     with pq.ParquetFile(root / part.file) as pf:
         for i in range(pf.num_row_groups):
             group = pf.read_row_group(i, use_threads=False)
@@ -171,6 +198,7 @@ def apply_change(root: Path, info: TableInfo, replaced: set[Any], new: pa.Table 
         if not replaced or not part.may_hold(replaced):
             kept.append(part)
             continue
+        check_parts(root, [part])
         keys = pl.read_parquet(root / part.file, columns=[info.key]).get_column(info.key)
         hit = keys.is_in(list(replaced))
         if not hit.any():

@@ -176,7 +176,8 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
                 _collect_tiles_here(dataset, item, request.backend, summary)
                 continue
             collected = build_graph(item, request.backend)
-            work = start_graph(dataset, collected, item.options, summary)
+            work = start_graph(dataset, collected, item.options, summary,
+                               request.retry_unmeasured)
             if work is None:
                 continue
             layout, journal, done = work
