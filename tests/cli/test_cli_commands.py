@@ -135,7 +135,8 @@ def test_collect_summary_shows_the_noise_floor() -> None:
     from tpugraphs_tools.cli._common import terminal
     from tpugraphs_tools.cli.collect_cmd import _print_config_summary
 
-    summary = {"configs": 5, "status": {"ok": 5, "control": 3, "repeat": 2},
+    summary = {"configs": 5, "labels": 5, "control_rows": 5,
+               "status": {"ok": 5, "control": 3, "repeat": 2},
                "best_speedup": 1.1, "worst_slowdown": 1.2, "ci_half_width_median": 0.021,
                "controls": 3, "controls_holding_1": 2, "noise_floor": 0.015,
                "control_range": (0.97, 1.01)}
@@ -146,8 +147,9 @@ def test_collect_summary_shows_the_noise_floor() -> None:
     assert "±2.10%" in text
 
 
-SUMMARY = {"configs": 120, "status": {"ok": 100, "noop": 10, "duplicate": 3, "compile_error": 5,
-                                      "runtime_error": 2, "control": 8},
+SUMMARY = {"configs": 120, "labels": 100, "control_rows": 8,
+           "status": {"ok": 100, "noop": 10, "duplicate": 3, "compile_error": 5,
+                      "runtime_error": 2, "control": 8},
            "best_speedup": 1.25, "worst_slowdown": 3.5, "ci_half_width_median": 0.0123,
            "controls": 8, "controls_holding_1": 7, "noise_floor": 0.007,
            "control_range": (0.991, 1.012), "pairs": 5050, "pairs_separated": 4000}

@@ -124,7 +124,8 @@ def _run(request: Any, executor: str, address: str | None) -> Any:
 
 def _print_summary(summary: Any) -> None:
     table = Table(title=f"collected into {summary.dataset}")
-    for col in ("graph_id", "program", "nodes", "edges", "configurable", "configs"):
+    # num_configs counts the graph's npz configs: its labels (store/counts.py)
+    for col in ("graph_id", "program", "nodes", "edges", "configurable", "labels"):
         table.add_column(col, justify="right" if col not in ("graph_id", "program") else "left",
                          overflow="fold")
     for row in summary.graphs:
@@ -137,6 +138,10 @@ def _print_summary(summary: Any) -> None:
         _print_config_summary({g: s.to_json() for g, s in summary.configs.items()})
     for label, tiles in summary.tiles.items():
         _print_tile_summary(label, tiles.to_json())
+    if summary.configs or summary.tiles:
+        graphs = len(summary.configs) + sum(t.kernels for t in summary.tiles.values())
+        terminal.print(f"stored for {graphs} graph{'' if graphs == 1 else 's'}: "
+                       f"{summary.counts.describe()}", highlight=False)
     _print_rate(summary)
 
 
@@ -158,8 +163,14 @@ def _print_tile_summary(label: str, s: dict) -> None:
     table.add_column("measure")
     table.add_column("value", overflow="fold")
     table.add_row("kernels stored / skipped", f"{s['kernels']} / {s['kernels_skipped']}")
-    table.add_row("configs tried", f"{s['configs']} "
-                  + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())))
+    from tpugraphs_tools.store import ConfigCounts
+
+    stored = ConfigCounts(s["configs_stored"], s["labels"], s["control_rows"])
+    table.add_row("stored", stored.describe())
+    unstored = s["configs"] - s["configs_stored"]
+    table.add_row("configs tried", f"{s['configs']} ("
+                  + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())) + ")"
+                  + (f", {unstored} of them in kernels not stored" if unstored else ""))
     if s.get("not_as_requested"):
         table.add_row("ok configs compiled to another tile than asked",
                       f"{s['not_as_requested']} (labelled by the tile that ran)")
@@ -192,7 +203,8 @@ _Cell = Callable[[dict], str]
 _LAYOUT_COLUMNS: dict[str, tuple[str, _Cell]] = {
     "graph_id": ("graph_id", lambda s: s["graph_id"]),
     "configs": ("configs", lambda s: str(s["configs"])),
-    "ok": ("ok", lambda s: str(s["status"].get("ok", 0))),
+    "labels": ("labels", lambda s: str(s["labels"])),
+    "control rows": ("control\nrows", lambda s: str(s["control_rows"])),
     "no-op": ("no-op", lambda s: str(s["status"].get("noop", 0))),
     "duplicate": ("duplicate", lambda s: str(s["status"].get("duplicate", 0))),
     "errors": ("errors", lambda s: _errors(s, detail=True)),
@@ -204,9 +216,9 @@ _LAYOUT_COLUMNS: dict[str, tuple[str, _Cell]] = {
     "control": ("A/A control", lambda s: _control(s)),
     "control, narrow": ("A/A\nholds 1", lambda s: _control(s, ranges=False)),
 }
-FULL = ("graph_id", "configs", "ok", "no-op", "duplicate", "errors", "fastest", "slowest", "ci",
-        "pairs", "control")
-NARROW = ("graph_id", "configs", "ok", "errors, narrow", "fastest", "ci", "pairs",
+FULL = ("graph_id", "configs", "labels", "no-op", "duplicate", "errors", "control rows",
+        "fastest", "slowest", "ci", "pairs", "control")
+NARROW = ("graph_id", "configs", "labels", "errors, narrow", "fastest", "ci", "pairs",
           "control, narrow")
 
 
@@ -228,8 +240,9 @@ def _layout_table(rows: list[dict], columns: tuple[str, ...]) -> Table:
 def _print_config_summary(summaries: dict[str, dict]) -> None:
     rows = [{**s, "graph_id": graph_id} for graph_id, s in summaries.items()]
     terminal.fitted(_layout_table(rows, FULL), _layout_table(rows, NARROW),
-                    left_out="(too narrow for no-op, duplicate, error kinds, slowest ÷ default "
-                             "and per-graph A/A ranges: piped output has every column)")
+                    left_out="(too narrow for no-op, duplicate, error kinds, control rows, "
+                             "slowest ÷ default and per-graph A/A ranges: piped output has every "
+                             "column)")
     floors = [s["noise_floor"] for s in summaries.values() if s.get("noise_floor") is not None]
     if floors:
         held = sum(s.get("controls_holding_1", 0) for s in summaries.values())
@@ -285,13 +298,15 @@ def _control(s: dict, *, ranges: bool = True) -> str:
 
 def _print_status(root: str) -> None:
     from tpugraphs_tools.collect import collection_status
+    from tpugraphs_tools.store import ConfigCounts
 
     status = collection_status(root)
     table = Table(title=f"collection status of {status['dataset']}")
-    for col in ("graph_id", "state", "config rows", "statuses"):
+    for col in ("graph_id", "state", "rows", "statuses"):
         table.add_column(col, overflow="fold")
     for row in status["committed"]:
-        table.add_row(row["graph_id"], "committed", str(row["config_rows"]),
+        table.add_row(row["graph_id"], "committed",
+                      ConfigCounts.of_statuses(row["statuses"]).describe(),
                       ", ".join(f"{k} {v}" for k, v in sorted(row["statuses"].items())))
     for graph_id, info in status["partial"].items():
         table.add_row(graph_id, "[yellow]in progress[/]", str(info["measured"]),

@@ -30,7 +30,7 @@ def report(data: str, out: str, overwrite: bool) -> None:
     with terminal.status("drawing"):
         result = write_report(data, out, overwrite=overwrite)
     stats = result.stats
-    terminal.success(f"{stats.graphs} graphs, {stats.configs} configs, "
+    terminal.success(f"{stats.graphs} graphs, {stats.counts.describe()}, "
                      f"{len(result.plots)} plots → {result.page}")
     print_pairs_apart(stats.pairs_separated, stats.pairs)
     if (summary := stats.label_summary()) is not None:

@@ -58,7 +58,7 @@ from tpugraphs_tools.measure import (
     device_env,
     kernel_session,
 )
-from tpugraphs_tools.store import make_graph_id
+from tpugraphs_tools.store import ConfigCounts, make_graph_id
 
 Progress = Callable[[str], None]
 
@@ -333,4 +333,5 @@ def summarize(graphs: list[tuple[CollectedGraph, list[ConfigRow]]],
         best_speedup=1 / min(relative) if relative else None,
         worst_slowdown=max(relative) if relative else None,
         apart_from_default=len(apart) if paired else None,
-        labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested)
+        labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested,
+        counts=ConfigCounts.of_rows(r["status"] for _, rs in graphs for r in rs))

@@ -52,7 +52,7 @@ def _apart_sentence(stats: ReportStats) -> str:
 
 
 def _program_table(stats: ReportStats) -> str:
-    head = ("<tr><th>program</th><th>graphs</th><th>configs</th><th>ok</th>"
+    head = ("<tr><th>program</th><th>graphs</th><th>configs</th><th>labels</th>"
             "<th>no-op / duplicate</th><th>errors</th><th>median runtime / default</th>"
             "<th>best speed-up</th><th>median CI ±</th><th>pairs told apart</th>"
             "<th>A/A control holds 1.0</th>"
@@ -110,7 +110,7 @@ def labels_table(labels: list[GraphLabels]) -> str:
     """Per graph: headroom over the default and the noise ceiling (section of the page)."""
     if not labels:
         return ""
-    head = ("<tr><th>graph</th><th>program</th><th>configs</th>"
+    head = ("<tr><th>graph</th><th>program</th><th>non-default labels</th>"
             "<th>fastest ÷ default [95% CI]</th><th>faster than default</th>"
             "<th>CI below 1</th><th>p5 – median – p95</th><th>ceiling τ</th>"
             "<th>ceiling τ, sure pairs</th></tr>")
@@ -131,7 +131,8 @@ def labels_table(labels: list[GraphLabels]) -> str:
 def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]],
                 facts: dict[str, str]) -> str:
     """The page; ``plots`` are (png file name, title, caption), ``facts`` provenance lines."""
-    cards = {"graphs": stats.graphs, "configs": stats.configs,
+    cards = {"graphs": stats.graphs, "configs": stats.counts.configs,
+             "labels": stats.counts.labels, "control rows": stats.counts.control_rows,
              "programs": len(stats.programs),
              **{f"{k} graphs": v for k, v in stats.collections.items()},
              **{f"status {k}": v for k, v in stats.statuses.items()}}
@@ -148,7 +149,10 @@ def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]
         f"<h1>{escape(title)}</h1><p class=\"muted\">tgt dataset report</p>"
         f"<div class=\"cards\">{card_html}</div><ul>{fact_html}</ul>{figures}"
         f"<h2>Per program</h2>{_noise_line(stats)}{_program_table(stats)}"
-        "<p class=\"muted\">Relative runtime: ok, non-default configs (runtime over the "
+        "<p class=\"muted\">Configs: one per configuration tried, the default included, any "
+        "status; labels: the ok ones (a measured runtime each); control rows (A/A controls, "
+        "repeats) are timing checks, not configs. "
+        "Relative runtime: ok, non-default configs (runtime over the "
         "default's runtime in the same timing window). Median CI ±: half-width of the labels' "
         "95% confidence intervals. Pairs told apart: config pairs of one graph (the default "
         "included) whose CIs are disjoint. Best speed-up: default runtime over the "

@@ -18,6 +18,7 @@ import polars as pl
 
 from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
+from tpugraphs_tools.store import CONTROL_STATUSES, ConfigCounts
 
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result",
                   "default_failed")
@@ -60,6 +61,7 @@ class ReportStats:
     pairs: int = 0
     pairs_separated: int = 0
     labels: list[GraphLabels] = field(default_factory=list)   # per graph: headroom, ceiling
+    counts: ConfigCounts = field(default_factory=ConfigCounts)  # configs, labels, control rows
 
     def label_summary(self) -> str | None:
         """One line: graphs where a config beats the default, and the pooled noise ceiling."""
@@ -143,7 +145,8 @@ class _Tally:
         for program, pairs in _separation(batch).items():
             self.per_program.setdefault(program, Counter()).update(pairs)
         self.labels += label_stats(self.graphs, batch.lazy())
-        configs = batch.filter(pl.col("status") != "control")  # not configs: batch checks
+        # control rows are not configs: timing checks (store/counts.py)
+        configs = batch.filter(~pl.col("status").is_in(CONTROL_STATUSES))
         counts = configs.group_by("program").agg(
             pl.len().alias("configs"),
             (pl.col("status") == "ok").sum().alias("ok"),
@@ -200,10 +203,13 @@ def compute_stats(graphs: pl.DataFrame,
             controls_held=counts["controls_held"], noise_floor=medians.get(("floor", program)),
             pairs=counts["pairs"], pairs_separated=counts["pairs_separated"]))
     ids = graphs["graph_id"].to_list()
+    statuses = _status_counts(tally.statuses)
+    total = ConfigCounts.of_statuses(statuses)
     return ReportStats(
         graphs=graphs.height,
-        configs=sum(v for (_, what), v in tally.per_graph.items() if what == "n"),
-        statuses=_status_counts(tally.statuses),
+        configs=total.configs,
+        counts=total,
+        statuses=statuses,
         programs=per_program,
         num_nodes=[int(n) for n in graphs["num_nodes"].to_list()],
         configs_per_graph=[int(tally.per_graph[(g, "n")]) for g in ids],

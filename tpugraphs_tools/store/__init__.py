@@ -1,6 +1,12 @@
 """Dataset storage: manifest + Parquet tables + one TpuGraphs npz per graph."""
 
 from tpugraphs_tools.store.atomic import CACHE_DIR, JOURNAL, TEMP_MARK, WORK_DIR
+from tpugraphs_tools.store.counts import (
+    CONTROL_STATUSES,
+    ConfigCounts,
+    config_counts,
+    total_counts,
+)
 from tpugraphs_tools.store.dataset import Dataset, Transaction, make_graph_id, write_npz
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
 from tpugraphs_tools.store.key_batches import WholeKeys, key_batches, last_rows
@@ -22,6 +28,7 @@ from tpugraphs_tools.store.tables import ROW_GROUP_ROWS, Part, TableInfo, parts_
 
 __all__ = [
     "CACHE_DIR",
+    "CONTROL_STATUSES",
     "FORMAT_VERSION",
     "JOURNAL",
     "LABEL_COLUMNS",
@@ -30,6 +37,7 @@ __all__ = [
     "TEMP_MARK",
     "WORK_DIR",
     "Z95",
+    "ConfigCounts",
     "Dataset",
     "Headroom",
     "NoiseCeiling",
@@ -38,6 +46,7 @@ __all__ = [
     "Transaction",
     "WholeKeys",
     "arrow_schema",
+    "config_counts",
     "disjoint_pairs",
     "graph_label_stats",
     "graph_to_networkx",
@@ -57,5 +66,6 @@ __all__ = [
     "shared_log_se",
     "table_info",
     "to_arrow_table",
+    "total_counts",
     "write_npz",
 ]
