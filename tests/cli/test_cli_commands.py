@@ -4,6 +4,7 @@ validate catching a damaged npz or a tampered manifest."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -134,7 +135,8 @@ def test_collect_summary_shows_the_noise_floor() -> None:
     from tpugraphs_tools.cli._common import terminal
     from tpugraphs_tools.cli.collect_cmd import _print_config_summary
 
-    summary = {"configs": 5, "status": {"ok": 5, "control": 3, "repeat": 2},
+    summary = {"configs": 5, "labels": 5, "control_rows": 5,
+               "status": {"ok": 5, "control": 3, "repeat": 2},
                "best_speedup": 1.1, "worst_slowdown": 1.2, "ci_half_width_median": 0.021,
                "controls": 3, "controls_holding_1": 2, "noise_floor": 0.015,
                "control_range": (0.97, 1.01)}
@@ -143,6 +145,55 @@ def test_collect_summary_shows_the_noise_floor() -> None:
     text = flat(captured.get())
     assert "noisefloor" in text and "±1.50%" in text and "2/3batches" in text
     assert "±2.10%" in text
+
+
+SUMMARY = {"configs": 120, "labels": 100, "control_rows": 8,
+           "status": {"ok": 100, "noop": 10, "duplicate": 3, "compile_error": 5,
+                      "runtime_error": 2, "control": 8},
+           "best_speedup": 1.25, "worst_slowdown": 3.5, "ci_half_width_median": 0.0123,
+           "controls": 8, "controls_holding_1": 7, "noise_floor": 0.007,
+           "control_range": (0.991, 1.012), "pairs": 5050, "pairs_separated": 4000}
+
+
+def _layout_summary(width: int, *, unbounded: bool = False) -> str:
+    import io
+
+    from rich.console import Console
+
+    from tpugraphs_tools.cli import _common, collect_cmd
+    from tpugraphs_tools.cli._common import Terminal
+
+    out = io.StringIO()
+    term = Terminal(Console(file=out, width=width), Console(file=io.StringIO()))
+    term.unbounded = unbounded
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(collect_cmd, "terminal", term)
+        patch.setattr(_common, "terminal", term)
+        collect_cmd._print_config_summary({"keras_hub/bert.972965f45543": SUMMARY,
+                                           "mlp.0123456789ab": SUMMARY})
+    return out.getvalue()
+
+
+def test_layout_summary_fits_80_columns_and_keeps_the_label_figures() -> None:
+    text = _layout_summary(80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    row = next(line for line in text.splitlines() if line.startswith("mlp.0123456789ab"))
+    # configs, ok, errors, fastest, CI, pairs apart, A/A holding 1: whole, on the graph's row
+    assert row.split()[1:] == ["120", "100", "7", "0.800×", "±1.23%", "4000/5050", "7/8"]
+    for word in ("configs", "errors", "default", "CI", "pairs", "apart", "A/A", "holds"):
+        assert re.search(rf"(^|\s){re.escape(word)}(\s|$)", text), word  # no header broken
+    assert "piped output has every column" in text
+
+
+def test_layout_summary_piped_holds_every_column() -> None:
+    """Piped with no COLUMNS: nothing to fit, the whole table at its natural width."""
+    text = _layout_summary(132, unbounded=True)
+    row = next(line for line in text.splitlines() if line.startswith("mlp.0123456789ab"))
+    assert "(compile_error 5, runtime_error 2)" in row and "3.500×" in row
+    assert "7/8 hold 1 (0.991–1.012)" in row and "4000/5050" in row and "±1.23%" in row
+    assert "too narrow" not in text
+    wide = _layout_summary(300)  # a wide terminal: the whole table too
+    assert "7/8 hold 1 (0.991–1.012)" in wide and "too narrow" not in wide
 
 
 def test_every_flag_of_every_command_has_help():

@@ -169,3 +169,4 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded)
+

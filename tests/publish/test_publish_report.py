@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from report_helpers import label_cis
 
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.errors import DatasetError, TgtError
@@ -20,22 +21,36 @@ from tpugraphs_tools.publish import compute_stats, write_report
 from tpugraphs_tools.store import Dataset
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-PLOTS = ["relative_runtime.png", "best_speedup.png", "status_counts.png", "graph_sizes.png",
-         "configs_per_graph.png"]
-# Appended to a copy of the page: after load, write each image's natural size into the DOM.
+PLOTS = ["fastest_per_graph.png", "labels_per_graph.png", "relative_runtime.png",
+         "status_counts.png", "graph_sizes.png", "configs_per_graph.png"]
+# Appended to a copy of the page: after load, write each image's natural size and its place on
+# the page (CSS pixels, page coordinates) into the DOM, and the page's height.
 PROBE = """<script>
 window.addEventListener("load", () => {
-  const sizes = Array.from(document.images).map(
-    (img) => [img.getAttribute("src"), img.complete, img.naturalWidth, img.naturalHeight]);
+  const sizes = Array.from(document.images).map((img) => {
+    const box = img.getBoundingClientRect();
+    return [img.getAttribute("src"), img.complete, img.naturalWidth, img.naturalHeight,
+            box.left + window.scrollX, box.top + window.scrollY, box.width, box.height];
+  });
   document.body.setAttribute("data-images", JSON.stringify(sizes));
+  document.body.setAttribute("data-height", document.documentElement.scrollHeight);
 });
 </script>"""
 
 
 @pytest.fixture(scope="module")
-def report_dir(source_dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ci_dataset(source_dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test dataset with paired-engine labels near 1, CIs and A/A controls (conftest)."""
+    root = tmp_path_factory.mktemp("ci") / "data"
+    shutil.copytree(source_dataset, root)
+    label_cis(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def report_dir(ci_dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("matplotlib")
-    return write_report(source_dataset, tmp_path_factory.mktemp("report") / "report").out
+    return write_report(ci_dataset, tmp_path_factory.mktemp("report") / "report").out
 
 
 def _chromium() -> str | None:
@@ -158,16 +173,24 @@ def test_report_renders_in_headless_chromium(report_dir: Path, tmp_path: Path):
     assert found, dom[:500]
     images = json.loads(found[1].replace("&quot;", '"'))
     assert [src for src, *_ in images] == PLOTS
-    assert all(complete and width > 0 and height > 0 for _, complete, width, height in images)
+    assert all(complete and width > 0 and height > 0 for _, complete, width, height, *_ in images)
+    height = int(re.search(r'data-height="(\d+)"', dom)[1])
     shot = tmp_path / "shot.png"
-    subprocess.run([*flags, "--window-size=1100,2400", f"--screenshot={shot}",
-                    (page / "index.html").as_uri()], capture_output=True, timeout=120,
-                   check=True)
+    # the whole page in one screenshot, so every plot is drawn in it
+    subprocess.run([*flags, f"--window-size=1100,{height + 50}", f"--screenshot={shot}",
+                    probe.as_uri()], capture_output=True, timeout=120, check=True)
     from matplotlib.image import imread
 
-    pixels = imread(shot)
-    assert pixels.shape[0] >= 2000 and pixels.shape[1] >= 1000
-    assert pixels[..., :3].std() > 0.05  # plots drawn, not a blank page
+    pixels = imread(shot)[..., :3]
+    assert pixels.shape[0] >= height and pixels.shape[1] >= 1000
+    assert pixels.std() > 0.05  # not a blank page
+    for src, _, width, tall, left, top, shown_w, shown_h in images:
+        # drawn large and not distorted
+        assert shown_w > 500 and shown_h / shown_w == pytest.approx(tall / width, rel=0.02), src
+        region = pixels[int(top) + 2:int(top + shown_h) - 2, int(left) + 2:int(left + shown_w) - 2]
+        assert region.shape[0] > 100 and region.shape[1] > 500, src  # inside the screenshot
+        drawn = (region < 0.9).any(axis=2).mean()  # share of pixels that are not white
+        assert 0.01 < drawn < 0.6, (src, drawn)     # axes, marks and text, not blank or solid
 
 
 def test_cli_report(source_dataset: Path, tmp_path: Path):
@@ -175,8 +198,8 @@ def test_cli_report(source_dataset: Path, tmp_path: Path):
     res = CliRunner().invoke(main, ["report", str(source_dataset), "--out",
                                     str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
-    assert (tmp_path / "r" / "index.html").exists() and "5 plots" in res.output
-    assert "headroom: a config beats the default in" in res.output
+    assert (tmp_path / "r" / "index.html").exists() and "6 plots" in res.output
+    assert "headroom: a config is faster than the default (95% CI below 1) in" in res.output
 
 
 def test_stats_show_headroom_and_the_noise_ceiling_per_graph(source_dataset: Path):
@@ -224,3 +247,60 @@ def test_report_facts_count_the_cpus_timed_rows_could_use(source_dataset: Path):
         .alias("timing_cpus"))
     ok = configs.filter(pl.col("status") == "ok").height
     assert _facts(ds.manifest, configs.lazy())["timed on"] == f"2 CPUs: {ok} rows"
+
+
+def test_headline_counts_only_configs_whose_ci_is_below_1(ci_dataset: Path, tmp_path: Path):
+    """Like the tile report of the issue: one graph's fastest label is 0.995 [0.988, 1.002],
+    below 1 as a point but not surely faster: it is not counted, in words or in colour."""
+    ds = Dataset.open(ci_dataset)
+    stats = compute_stats(ds.graphs(), ds.configs())
+    rooms = {g.graph_id: g.headroom for g in stats.labels if g.headroom is not None}
+    assert len(rooms) == 7 and all(r.fastest < 1 for r in rooms.values())  # 7/7 as points
+    [unsure] = [g for g, r in rooms.items() if r.fastest_high >= 1]
+    assert rooms[unsure].fastest == pytest.approx(0.995)
+    assert stats.faster_graphs() == (6, 7, 0)
+    assert "faster than the default (95% CI below 1) in 6/7 graphs" in stats.label_summary()
+    from tpugraphs_tools.publish._report_html import report_html
+
+    assert "in <b>6/7</b> graphs" in report_html("t", stats, [], {})
+    from tpugraphs_tools.publish._report_ci import FASTER, UNRESOLVED, certainty
+
+    assert certainty(rooms[unsure].fastest_low, rooms[unsure].fastest_high) == UNRESOLVED
+    assert {certainty(r.fastest_low, r.fastest_high) for g, r in rooms.items()
+            if g != unsure} == {FASTER}
+    res = CliRunner().invoke(main, ["report", str(ci_dataset), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert "(95% CI below 1) in 6/7 graphs" in " ".join(res.output.split())
+    # without CIs nothing is claimed: the graphs are named as not known
+    plain = compute_stats(ds.graphs(), ds.configs().drop("relative_ci_low", "relative_ci_high"))
+    assert plain.faster_graphs() == (0, 7, 7)
+    assert "(7 without CIs: not known)" in plain.label_summary()
+
+
+def test_label_plots_show_a_1_percent_difference_and_keep_legends_off_the_data(
+        ci_dataset: Path):
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from tpugraphs_tools.publish._report_plots import PLOTS
+
+    ds = Dataset.open(ci_dataset)
+    stats = compute_stats(ds.graphs(), ds.configs())
+    for name, _title, _caption, draw in PLOTS:
+        fig = Figure(figsize=(9, 5), layout="constrained")
+        canvas = FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        draw(stats, ax)
+        canvas.draw()
+        legend = ax.get_legend()
+        if legend is not None:  # beside the axes: it covers no mark
+            assert legend.get_window_extent().x0 >= ax.get_window_extent().x1, name
+        if name in ("fastest_per_graph.png", "labels_per_graph.png", "relative_runtime.png"):
+            low, high = ax.get_xlim()
+            assert ax.get_xscale() == "linear" and 0.9 < low < 0.995 and 1.005 < high < 1.1
+            ticks = [t for t in ax.get_xticks() if low <= t <= high]
+            steps = np.diff(ticks)
+            assert len(ticks) >= 4 and steps.max() <= 0.0100001, (name, ticks)
+            # 0.997 and 1.005 land far apart: more than 5% of the axis
+            assert (1.005 - 0.997) / (high - low) > 0.05, name

@@ -43,6 +43,12 @@ class BarRow(Protocol):
     def text(self) -> str: ...
 
 
+def _columns() -> int | None:
+    """The width the user set in ``COLUMNS`` (None when unset or not a sane width)."""
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) >= 40 else None
+
+
 def _piped_width() -> int | None:
     """Rich falls back to 80 columns when output is piped; tables of ids need more.
 
@@ -51,8 +57,7 @@ def _piped_width() -> int | None:
     """
     if sys.stdout.isatty():
         return None
-    columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) >= 40 else 132
+    return _columns() or 132
 
 
 class Terminal:
@@ -65,6 +70,8 @@ class Terminal:
     def __init__(self, out: Console | None = None, err: Console | None = None) -> None:
         self.console = out or Console(width=_piped_width())
         self.err_console = err or Console(stderr=True)
+        # Piped with no COLUMNS set: nothing to fit, so wide tables print whole (never cropped).
+        self.unbounded = out is None and not sys.stdout.isatty() and _columns() is None
 
     @property
     def interactive(self) -> bool:
@@ -74,6 +81,26 @@ class Terminal:
     def print(self, *objects: Any, **options: Any) -> None:
         """A result (text with rich markup, or a table) on stdout."""
         self.console.print(*objects, **options)
+
+    def fitted(self, full: Table, narrow: Table, *, left_out: str = "") -> None:
+        """``full`` when it fits the output's width, else ``narrow`` and a line naming what
+        ``left_out`` of it; piped output with no ``COLUMNS`` set always gets ``full`` at its
+        natural width (every column, no word broken or cropped)."""
+        natural = self.console.measure(full, options=self.console.options.update_width(
+            10_000)).maximum
+        if self.unbounded:
+            width = self.console.width
+            self.console.width = max(width, natural)
+            try:
+                self.console.print(full)
+            finally:
+                self.console.width = width
+        elif natural <= self.console.width:
+            self.console.print(full)
+        else:
+            self.console.print(narrow)
+            if left_out:
+                self.console.print(f"[dim]{left_out}[/]", highlight=False)
 
     def raw(self, text: str) -> None:
         """Machine-readable text on stdout, verbatim (no markup, wrapping or colour)."""

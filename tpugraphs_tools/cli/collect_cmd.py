@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
+from rich import box
 from rich.table import Table
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, print_pairs_apart, terminal
@@ -130,7 +132,8 @@ def _run(request: Any, executor: str, address: str | None) -> Any:
 
 def _print_summary(summary: Any) -> None:
     table = Table(title=f"collected into {summary.dataset}")
-    for col in ("graph_id", "program", "nodes", "edges", "configurable", "configs"):
+    # num_configs counts the graph's npz configs: its labels (store/counts.py)
+    for col in ("graph_id", "program", "nodes", "edges", "configurable", "labels"):
         table.add_column(col, justify="right" if col not in ("graph_id", "program") else "left",
                          overflow="fold")
     for row in summary.graphs:
@@ -145,6 +148,10 @@ def _print_summary(summary: Any) -> None:
         _print_config_summary({g: s.to_json() for g, s in summary.configs.items()})
     for label, tiles in summary.tiles.items():
         _print_tile_summary(label, tiles.to_json())
+    if summary.configs or summary.tiles:
+        graphs = len(summary.configs) + sum(t.kernels for t in summary.tiles.values())
+        terminal.print(f"stored for {graphs} graph{'' if graphs == 1 else 's'}: "
+                       f"{summary.counts.describe()}", highlight=False)
     _print_rate(summary)
 
 
@@ -166,8 +173,14 @@ def _print_tile_summary(label: str, s: dict) -> None:
     table.add_column("measure")
     table.add_column("value", overflow="fold")
     table.add_row("kernels stored / skipped", f"{s['kernels']} / {s['kernels_skipped']}")
-    table.add_row("configs tried", f"{s['configs']} "
-                  + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())))
+    from tpugraphs_tools.store import ConfigCounts
+
+    stored = ConfigCounts(s["configs_stored"], s["labels"], s["control_rows"])
+    table.add_row("stored", stored.describe())
+    unstored = s["configs"] - s["configs_stored"]
+    table.add_row("configs tried", f"{s['configs']} ("
+                  + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())) + ")"
+                  + (f", {unstored} of them in kernels not stored" if unstored else ""))
     if s.get("not_as_requested"):
         table.add_row("ok configs compiled to another tile than asked",
                       f"{s['not_as_requested']} (labelled by the tile that ran)")
@@ -195,38 +208,81 @@ def _print_tile_summary(label: str, s: dict) -> None:
     terminal.print(table)
 
 
+# (header, cell) of the layout table; a "\n" in a header breaks it between words
+_Cell = Callable[[dict], str]
+_LAYOUT_COLUMNS: dict[str, tuple[str, _Cell]] = {
+    "graph_id": ("graph_id", lambda s: s["graph_id"]),
+    "configs": ("configs", lambda s: str(s["configs"])),
+    "labels": ("labels", lambda s: str(s["labels"])),
+    "control rows": ("control\nrows", lambda s: str(s["control_rows"])),
+    "no-op": ("no-op", lambda s: str(s["status"].get("noop", 0))),
+    "duplicate": ("duplicate", lambda s: str(s["status"].get("duplicate", 0))),
+    "errors": ("errors", lambda s: _errors(s, detail=True)),
+    "errors, narrow": ("errors", lambda s: _errors(s, detail=False)),
+    "fastest": ("fastest\n÷ default", lambda s: _ratio(s["best_speedup"], invert=True)),
+    "slowest": ("slowest\n÷ default", lambda s: _ratio(s["worst_slowdown"])),
+    "ci": ("median\nCI ±", lambda s: _pct(s.get("ci_half_width_median"))),
+    "pairs": ("pairs\napart", lambda s: _apart(s)),
+    "control": ("A/A control", lambda s: _control(s)),
+    "control, narrow": ("A/A\nholds 1", lambda s: _control(s, ranges=False)),
+}
+FULL = ("graph_id", "configs", "labels", "no-op", "duplicate", "errors", "control rows",
+        "fastest", "slowest", "ci", "pairs", "control")
+NARROW = ("graph_id", "configs", "labels", "errors, narrow", "fastest", "ci", "pairs",
+          "control, narrow")
+
+
+def _layout_table(rows: list[dict], columns: tuple[str, ...]) -> Table:
+    """Cells never wrap (a figure stays whole); only the graph id may fold to fit."""
+    table = Table(title="layout configs", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)
+    for key in columns:
+        header = _LAYOUT_COLUMNS[key][0]
+        if key == "graph_id":
+            table.add_column(header, overflow="fold")
+        else:
+            table.add_column(header, justify="right", no_wrap=True)
+    for s in rows:
+        table.add_row(*(_LAYOUT_COLUMNS[key][1](s) for key in columns))
+    return table
+
+
 def _print_config_summary(summaries: dict[str, dict]) -> None:
-    table = Table(title="layout configs")
-    for col in ("graph_id", "configs", "ok", "no-op", "duplicate", "errors",
-                "fastest ÷ default", "slowest ÷ default", "median CI ±", "pairs apart",
-                "A/A control"):
-        table.add_column(col, justify="left" if col == "graph_id" else "right", overflow="fold",
-                         min_width=24 if col == "graph_id" else None)
-    for graph_id, s in summaries.items():
-        status = s["status"]
-        errors = {k: v for k, v in status.items()
-                  if k not in ("ok", "noop", "duplicate", "control", "repeat")}
-        detail = ", ".join(f"{k} {v}" for k, v in errors.items())
-        best = f"{1 / s['best_speedup']:.3f}×" if s["best_speedup"] else "-"
-        worst = f"{s['worst_slowdown']:.3f}×" if s["worst_slowdown"] else "-"
-        table.add_row(graph_id, str(s["configs"]), str(status.get("ok", 0)),
-                      str(status.get("noop", 0)), str(status.get("duplicate", 0)),
-                      f"{sum(errors.values())}" + (f" ({detail})" if detail else ""), best, worst,
-                      _pct(s.get("ci_half_width_median")), _apart(s), _control(s))
-    terminal.print(table)
+    rows = [{**s, "graph_id": graph_id} for graph_id, s in summaries.items()]
+    terminal.fitted(_layout_table(rows, FULL), _layout_table(rows, NARROW),
+                    left_out="(too narrow for no-op, duplicate, error kinds, control rows, "
+                             "slowest ÷ default and per-graph A/A ranges: piped output has every "
+                             "column)")
     floors = [s["noise_floor"] for s in summaries.values() if s.get("noise_floor") is not None]
     if floors:
         held = sum(s.get("controls_holding_1", 0) for s in summaries.values())
         total = sum(s.get("controls", 0) for s in summaries.values())
+        ranges = [s["control_range"] for s in summaries.values() if s.get("control_range")]
+        spread = (f" (ratios {min(r[0] for r in ranges):.3f}–{max(r[1] for r in ranges):.3f})"
+                  if ranges else "")
         terminal.print(f"noise floor (A/A control CI half-width, median over graphs): "
                        f"±{100 * sorted(floors)[len(floors) // 2]:.2f}%; control CI holds 1.0 "
-                       f"in {held}/{total} batches")
+                       f"in {held}/{total} batches{spread}")
     spreads = [s["process_sd"] for s in summaries.values() if s.get("process_sd") is not None]
     if spreads:
         terminal.print(f"spread between measurement processes (SD, median over graphs): "
                        f"{100 * sorted(spreads)[len(spreads) // 2]:.2f}%, in every label's CI")
     print_pairs_apart(sum(s.get("pairs_separated") or 0 for s in summaries.values()),
                       sum(s.get("pairs") or 0 for s in summaries.values()))
+
+
+def _errors(s: dict, *, detail: bool) -> str:
+    """Failed configs (every status but ok, no-op, duplicate and the control rows)."""
+    errors = {k: v for k, v in s["status"].items()
+              if k not in ("ok", "noop", "duplicate", "control", "repeat")}
+    kinds = ", ".join(f"{k} {v}" for k, v in errors.items())
+    return f"{sum(errors.values())}" + (f" ({kinds})" if detail and kinds else "")
+
+
+def _ratio(value: float | None, *, invert: bool = False) -> str:
+    if not value:
+        return "-"
+    return f"{1 / value if invert else value:.3f}×"
 
 
 def _pct(value: float | None) -> str:
@@ -239,23 +295,28 @@ def _apart(s: dict) -> str:
     return f"{s.get('pairs_separated', 0)}/{pairs}" if pairs else "-"
 
 
-def _control(s: dict) -> str:
-    """The A/A control of a graph: batches whose CI holds 1.0, its ratio range."""
+def _control(s: dict, *, ranges: bool = True) -> str:
+    """The A/A control of a graph: batches whose CI holds 1.0 (and its ratio range)."""
     if not s.get("controls"):
         return "-"
+    held = f"{s['controls_holding_1']}/{s['controls']}"
+    if not ranges:
+        return held
     low, high = s["control_range"]
-    return f"{s['controls_holding_1']}/{s['controls']} hold 1 ({low:.3f}–{high:.3f})"
+    return f"{held} hold 1 ({low:.3f}–{high:.3f})"
 
 
 def _print_status(root: str) -> None:
     from tpugraphs_tools.collect import collection_status
+    from tpugraphs_tools.store import ConfigCounts
 
     status = collection_status(root)
     table = Table(title=f"collection status of {status['dataset']}")
-    for col in ("graph_id", "state", "config rows", "statuses"):
+    for col in ("graph_id", "state", "rows", "statuses"):
         table.add_column(col, overflow="fold")
     for row in status["committed"]:
-        table.add_row(row["graph_id"], "committed", str(row["config_rows"]),
+        table.add_row(row["graph_id"], "committed",
+                      ConfigCounts.of_statuses(row["statuses"]).describe(),
                       ", ".join(f"{k} {v}" for k, v in sorted(row["statuses"].items())))
     for graph_id, info in status["partial"].items():
         table.add_row(graph_id, "[yellow]in progress[/]", str(info["measured"]),

@@ -81,7 +81,7 @@ def import_(sources: tuple[str, ...], tuning_data: bool, out: str, backend: str 
     for folder, count in sorted(result.folders.items()):
         table.add_row(folder, str(count))
     terminal.print(table)
-    terminal.success(f"{result.graphs} graphs, {result.configs} configs → {out}")
+    terminal.success(f"{result.graphs} graphs, {result.counts.describe()} → {out}")
 
 
 def _import_tuning(files: tuple[str, ...], out: str, backend: str | None, jobs: int,
@@ -102,5 +102,5 @@ def _import_tuning(files: tuple[str, ...], out: str, backend: str | None, jobs: 
     for graph_id, (matched, total) in result.config_nodes.items():
         terminal.note("config nodes", f"{graph_id}: node_config_ids match config_index_to_node "
                                       f"({matched} of {total})")
-    terminal.success(f"{result.graphs} graphs, {result.configs} configs ({result.timed} timed, "
-                     f"{result.failed} error rows) → {out}")
+    terminal.success(f"{result.graphs} graphs, {result.counts.describe()}; {result.failed} "
+                     f"error rows → {out}")

@@ -42,10 +42,11 @@ def publish(data: str, out: str, name: str | None, license_: str, version: str, 
                                  split_by=split_by, seed=seed, ratios=ratios,
                                  max_shard_bytes=max_shard_mb << 20, overwrite=overwrite)
     terminal.warnings(result.warnings)
-    table = terminal.table(f"{result.name} in {out}", ("split", "graphs", "configs"),
-                           right={"graphs", "configs"})
-    graphs, configs = result.rows("graphs"), result.rows("configs")
-    for split, count in graphs.items():
-        table.add_row(split, str(count), str(configs.get(split, 0)))
+    counted = ("graphs", "configs", "labels", "control rows")
+    table = terminal.table(f"{result.name} in {out}", ("split", *counted), right=counted)
+    for split, count in result.rows("graphs").items():
+        counts = result.counts.get(split)
+        table.add_row(split, str(count), *(str(n) for n in (
+            (counts.configs, counts.labels, counts.control_rows) if counts else (0, 0, 0))))
     terminal.print(table)
     terminal.success(f"{len(result.shards)} shards, README.md, croissant.json, SHA256SUMS → {out}")

@@ -17,10 +17,12 @@ def report(data: str, out: str, overwrite: bool) -> None:
     """Write an offline HTML report with plots of DATA (default data/).
 
     \b
-    Plots: runtime relative to the default per program, best speed-up, configs per status
-    (errors, no-ops), graph sizes and configs per graph. Per graph: headroom (fastest ÷
-    default with its CI, share of configs faster than the default, label spread) and the
-    noise ceiling (Kendall τ two reruns of the same configs would reach).
+    Plots: per graph, the fastest config ÷ default with its 95% CI and every label with its
+    CI, against the A/A noise floor; runtime relative to the default per program; rows per
+    status; graph sizes; configs per graph. A config counts as faster than the default only
+    when its whole CI lies below 1. Per graph: headroom (fastest ÷ default with its CI, share
+    of configs faster than the default, label spread) and the noise ceiling (Kendall τ two
+    reruns of the same configs would reach).
     Needs matplotlib (pip install 'tpugraphs-tools[publish]'); the page works offline.
     Example:
       tgt report data/ --out report/
@@ -30,7 +32,7 @@ def report(data: str, out: str, overwrite: bool) -> None:
     with terminal.status("drawing"):
         result = write_report(data, out, overwrite=overwrite)
     stats = result.stats
-    terminal.success(f"{stats.graphs} graphs, {stats.configs} configs, "
+    terminal.success(f"{stats.graphs} graphs, {stats.counts.describe()}, "
                      f"{len(result.plots)} plots → {result.page}")
     print_pairs_apart(stats.pairs_separated, stats.pairs)
     if (summary := stats.label_summary()) is not None:

@@ -54,6 +54,7 @@ from tpugraphs_tools.measure import (
     layout_session,
     options_key,
 )
+from tpugraphs_tools.store import ConfigCounts
 
 REFERENCE = StopReason.REFERENCE  # the default row: its label is the in-window default
 
@@ -262,7 +263,7 @@ def _summary(rows: list[ConfigRow], restarts: int) -> LayoutSummary:
     counts = Counter(r["status"] for r in rows)
     relative = [_label(r) for r in rows if r["status"] == OK and not r["is_default"]]
     return LayoutSummary(
-        configs=len(rows) - sum(counts.get(s, 0) for s in EXTRA_STATUSES),
+        counts=ConfigCounts.of_statuses(counts),
         status=dict(counts),
         worker_restarts=restarts,
         best_speedup=(1 / min(relative)) if relative else None,

@@ -11,6 +11,7 @@ from typing import Any
 
 from tpugraphs_tools.collect.rows import GraphRow
 from tpugraphs_tools.measure import Status, StopReason
+from tpugraphs_tools.store import ConfigCounts, total_counts
 
 
 @dataclass(frozen=True)
@@ -34,17 +35,24 @@ class LabelQuality:
 class LayoutSummary:
     """One layout graph's configs: counts by status, extremes, label quality."""
 
-    configs: int                 # config rows (control/repeat rows not counted)
+    counts: ConfigCounts         # configs, labels, control rows (store/counts.py)
     status: dict[Status, int]    # every row's status, control/repeat included
     worker_restarts: int
     best_speedup: float | None   # 1 / the smallest ok ratio
     worst_slowdown: float | None  # the largest ok ratio
     labels: LabelQuality
 
+    @property
+    def configs(self) -> int:
+        """Config rows (control/repeat rows not counted)."""
+        return self.counts.configs
+
     def to_json(self) -> dict[str, Any]:
-        """Flat mapping: the fields, with ``labels`` spread in."""
-        out = {k: v for k, v in asdict(self).items() if k != "labels"}
-        return {**out, **asdict(self.labels)}
+        """Flat mapping: the fields, with ``labels`` spread in, the counts as ``configs``,
+        ``labels`` and ``control_rows``."""
+        out = {k: v for k, v in asdict(self).items() if k not in ("labels", "counts")}
+        return {"configs": self.counts.configs, "labels": self.counts.labels,
+                "control_rows": self.counts.control_rows, **out, **asdict(self.labels)}
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ class TileSummary:
     skipped: dict[str, str]      # parent instruction -> why it was not stored
     configs: int                 # configs tried, stored kernels or not
     configs_stored: int
-    status: dict[Status, int]
+    status: dict[Status, int]    # of every config tried, stored kernels or not
     worker_restarts: int
     effects_over_3cv: int
     largest_effect: TileEffect | None
@@ -86,12 +94,16 @@ class TileSummary:
     # ok configs whose tile read back from the optimized kernel differs from the request in
     # some field (realized ``matches_request`` false): their features encode what ran.
     not_as_requested: int = 0
+    # The stored kernels' rows (store/counts.py): what every later command counts.
+    counts: ConfigCounts = field(default_factory=ConfigCounts)
 
     def to_json(self) -> dict[str, Any]:
         """Flat mapping: the fields, with ``labels`` spread in (the paired-only keys are left
-        out when unset, so a fixed-engine summary reads as before)."""
+        out when unset, so a fixed-engine summary reads as before), the stored counts as
+        ``labels`` and ``control_rows``."""
         out = {k: v for k, v in asdict(self).items()
-               if k not in ("labels", "apart_from_default")}
+               if k not in ("labels", "apart_from_default", "counts")}
+        out.update(labels=self.counts.labels, control_rows=self.counts.control_rows)
         if self.apart_from_default is not None:
             out["apart_from_default"] = self.apart_from_default
         return {**out, **(asdict(self.labels) if self.labels is not None else {})}
@@ -117,6 +129,13 @@ class CollectSummary:
     def labels_per_minute(self) -> float | None:
         """This run's ok labels per wall minute (None when the run took no time)."""
         return 60 * self.labels / self.wall_seconds if self.wall_seconds > 0 else None
+
+    @property
+    def counts(self) -> ConfigCounts:
+        """Configs, labels and control rows of the graphs this run collected (store/counts.py:
+        the counts every later command shows), layout and tile together."""
+        return total_counts([*(s.counts for s in self.configs.values()),
+                             *(t.counts for t in self.tiles.values())])
 
     @property
     def partial(self) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
 from tpugraphs_tools.collect.tile_labels import is_paired, pooled_quality
 from tpugraphs_tools.measure import CONTROL, OK, REPEAT, Status
+from tpugraphs_tools.store import ConfigCounts
 
 KernelRows = tuple[Mapping[str, Any], Sequence[Any]]  # (graph row, its config rows)
 
@@ -62,4 +63,5 @@ def summarize(graphs: Sequence[KernelRows],
         best_speedup=1 / min(relative) if relative else None,
         worst_slowdown=max(relative) if relative else None,
         apart_from_default=len(apart) if paired else None,
-        labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested)
+        labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested,
+        counts=ConfigCounts.of_rows(r["status"] for _, rs in graphs for r in rs))

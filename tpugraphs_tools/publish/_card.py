@@ -13,6 +13,7 @@ import pyarrow as pa
 from tpugraphs_tools.format import NODE_FEATURE_WIDTH
 from tpugraphs_tools.publish._info import HF_SPLIT, TABLES, Provenance, PublishInfo
 from tpugraphs_tools.publish._yaml import dump
+from tpugraphs_tools.store import ConfigCounts
 
 _HF_SCALARS = {pa.float16(): "float16", pa.float32(): "float32", pa.float64(): "float64",
                pa.bool_(): "bool", pa.string(): "string", pa.large_string(): "large_string",
@@ -79,7 +80,7 @@ def front_matter(info: PublishInfo) -> dict[str, Any]:
         dataset_info.append({"config_name": table, "features": hf_features(info.schemas[table]),
                              "splits": split_info, "download_size": info.download_size(table),
                              "dataset_size": dataset_size})
-    examples = max(info.provenance.graphs, info.provenance.configs)
+    examples = max(info.provenance.graphs, info.provenance.counts.rows)
     return {"license": info.license, "pretty_name": info.name,
             "tags": ["tpugraphs", "xla", "hlo", "compiler", "graph", "performance-prediction"],
             "task_categories": ["graph-ml"], "size_categories": [_size_category(examples)],
@@ -128,20 +129,24 @@ def _columns(info: PublishInfo, table: str) -> list[str]:
 def card_text(info: PublishInfo) -> str:
     """The whole README.md."""
     p = info.provenance
-    table = ["| split | graphs | configs |", "|---|---|---|"]
+    table = ["| split | graphs | configs | labels | control rows |", "|---|---|---|---|---|"]
     for s in info.splits("graphs"):
+        counts = info.split_counts.get(s, ConfigCounts())
         table.append(f"| {HF_SPLIT[s]} (`{s}`) | {info.split_rows('graphs', s)[0]} | "
-                     f"{info.split_rows('configs', s)[0]} |")
+                     f"{counts.configs} | {counts.labels} | {counts.control_rows} |")
     files = [f"{s.rel}  ({s.rows} rows, {s.size} bytes)" for s in info.shards]
     ratios = ",".join(f"{r:g}" for r in info.ratios)
     body = [
         f"# {info.name}", "",
         f"TpuGraphs-style dataset built with tgt (tpugraphs-tools): {p.graphs} XLA HLO "
-        f"graphs of {p.programs} programs and {p.configs} compiler configurations with "
-        "their measured runtimes (failed, no-op and duplicate configurations included, with "
-        "their status). Arrays use the TpuGraphs features, dtypes and shapes "
-        "(arXiv 2308.13490); nothing needs npz files.", "",
+        f"graphs of {p.programs} programs and {p.counts.configs} compiler configurations, "
+        f"{p.counts.labels} of them labelled with a measured runtime (failed, no-op and "
+        "duplicate configurations are included, with their status). Arrays use the TpuGraphs "
+        "features, dtypes and shapes (arXiv 2308.13490); nothing needs npz files.", "",
         "## Contents", "", *table, "",
+        "Configs: one per configuration tried (the compiler default included); labels: the "
+        "`ok` ones, with a measured runtime; control rows (`control`, `repeat`): timing "
+        "checks, not configurations. The configs table holds configs and control rows.", "",
         f"Splits hold out whole {info.split_by}s (no {info.split_by} is in two splits); "
         f"seed {info.seed}, ratios {ratios} (train,valid,test) for groups without a stored "
         "split.", "",

@@ -32,7 +32,7 @@ from tpugraphs_tools.publish._provenance import (
     read_provenance,
 )
 from tpugraphs_tools.publish._staging import check_separate, staged_dir
-from tpugraphs_tools.store import Dataset, make_graph_id, to_arrow_table
+from tpugraphs_tools.store import ConfigCounts, Dataset, make_graph_id, to_arrow_table
 
 SCRATCH = ".tgt-import"  # worker-written npz files waiting for their commit (removed at the end)
 EXPECTED = ("npz/layout/{xla|nlp}/{default|random}/{train|valid|test}/<graph>.npz or "
@@ -45,6 +45,7 @@ class ImportResult:
     graphs: int = 0
     configs: int = 0
     folders: Counter[str] = field(default_factory=Counter)
+    counts: ConfigCounts = field(default_factory=ConfigCounts)  # store/counts.py
     warnings: list[str] = field(default_factory=list)
 
 
@@ -243,6 +244,7 @@ def import_tpugraphs(tree: str | Path, out: str | Path, *, backend: str | None =
             tx.put_config_table(graph_id, prep.configs)
             result.graphs += 1
             result.configs += prep.configs.num_rows
+            result.counts += ConfigCounts.of_rows(prep.configs.column("status").to_pylist())
             result.folders[prep.folder] += 1
             pending += prep.nbytes
             if pending >= batch_bytes or tx.pending_rows >= MAX_PART_ROWS:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from tpugraphs_tools.format import SPLITS, Kind
 from tpugraphs_tools.publish._shards import Shard
+from tpugraphs_tools.store import ConfigCounts
 
 HF_SPLIT = {"train": "train", "valid": "validation", "test": "test"}
 TABLES = ("graphs", "configs")
@@ -71,7 +72,7 @@ class Provenance:
     repeats: tuple[int, int] | None       # fewest and most timed repeats of a config
     programs: int
     graphs: int
-    configs: int
+    counts: ConfigCounts                  # configs, labels, control rows (store/counts.py)
     timing: list[str]                     # paragraphs on the timing method
 
 
@@ -91,6 +92,7 @@ class PublishInfo:
     seed: int
     ratios: tuple[float, float, float]
     warnings: list[str] = field(default_factory=list)
+    split_counts: dict[str, ConfigCounts] = field(default_factory=dict)  # configs per split
 
     def splits(self, table: str) -> list[str]:
         present = {s.split for s in self.shards if s.table == table}
@@ -129,7 +131,6 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
                                 pl.col("repeats").max().alias("hi")) \
             .collect(engine="streaming").row(0)
         repeats = [v for v in (lo, hi) if v is not None]
-    total = int(configs.select(pl.len()).collect(engine="streaming").item())
     sources = value_counts(graphs, "source")
     measured = graphs.filter(pl.col("source") != "tpugraphs") if graphs.height else graphs
     collected = set(measured["collection"].to_list()) if measured.height else set()
@@ -156,11 +157,11 @@ def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,
         xla_flags=sorted({v for v in graphs["xla_flags"].to_list() if v})
         if "xla_flags" in graphs.columns else [],
         strategies=value_counts(configs, "strategy"),
-        statuses=value_counts(configs, "status"),
+        statuses=(statuses := value_counts(configs, "status")),
         timing_cpus=value_counts(configs, "timing_cpus"),
         repeats=(min(repeats), max(repeats)) if repeats else None,
         programs=graphs["program"].n_unique() if not graphs.is_empty() else 0,
         graphs=graphs.height,
-        configs=total,
+        counts=ConfigCounts.of_statuses(statuses),
         timing=timing,
     )

@@ -32,7 +32,7 @@ from tpugraphs_tools.publish._tables import (
     graph_table,
     graphs_schema,
 )
-from tpugraphs_tools.store import Dataset
+from tpugraphs_tools.store import ConfigCounts, Dataset
 
 CARD, CROISSANT, CHECKSUMS = "README.md", "croissant.json", "SHA256SUMS"
 # Words datasets' file-name split inference looks for (a name holding one confuses it).
@@ -47,6 +47,7 @@ class PublishResult:
     name: str
     shards: list[Shard]
     warnings: list[str] = field(default_factory=list)
+    counts: dict[str, ConfigCounts] = field(default_factory=dict)  # split -> its config rows
 
     def rows(self, table: str) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -80,11 +81,13 @@ def _name_warnings(name: str) -> list[str]:
 
 def write_tables(dataset: Dataset, stage: Path, name: str, splits: dict[str, str],
                  max_shard_bytes: int, progress: Callable[[int, int], None]
-                 ) -> tuple[list[Shard], list[str]]:
-    """Stream every graph and its configs into the shards of its split."""
+                 ) -> tuple[list[Shard], list[str], dict[str, ConfigCounts]]:
+    """Stream every graph and its configs into the shards of its split; the config counts
+    per split come back with the shards."""
     graphs = dataset.graphs()
     warnings: list[str] = []
     shards: list[Shard] = []
+    counts: dict[str, ConfigCounts] = {}
     done, total = 0, graphs.height
     schemas = {"graphs": graphs_schema(), "configs": configs_schema()}
     for split in SPLITS:
@@ -101,6 +104,8 @@ def write_tables(dataset: Dataset, stage: Path, name: str, splits: dict[str, str
             arrays = {**raw, **conform(raw, row["collection"], where)}
             writers["graphs"].write(graph_table(row, arrays, split))
             config_rows = dataset.configs_of(graph_id).sort("config_index").to_dicts()
+            counts[split] = counts.get(split, ConfigCounts()) + ConfigCounts.of_rows(
+                r["status"] for r in config_rows)
             lost = _unreferenced(config_rows, int(arrays["config_runtime"].shape[0]))
             if lost:
                 warnings.append(f"graph {graph_id}: {lost} npz config rows have no ok row in "
@@ -111,7 +116,7 @@ def write_tables(dataset: Dataset, stage: Path, name: str, splits: dict[str, str
             progress(done, total)
         for table in TABLES:
             shards.extend(writers[table].close())
-    return shards, warnings
+    return shards, warnings, counts
 
 
 def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = None,
@@ -131,8 +136,8 @@ def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = Non
     name = dataset_name(name, data)
     plan = assign_splits(graphs, by=split_by, seed=seed, ratios=ratios)
     with staged_dir(out, overwrite) as stage:
-        shards, warnings = write_tables(dataset, stage, name, plan.splits, max_shard_bytes,
-                                        progress)
+        shards, warnings, counts = write_tables(dataset, stage, name, plan.splits,
+                                                max_shard_bytes, progress)
         info = PublishInfo(
             name=name, license=license, version=version,
             date_published=_dt.date.today().isoformat(), shards=shards,
@@ -140,11 +145,12 @@ def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = Non
             descriptions={t: descriptions(t) for t in TABLES},
             provenance=provenance(dataset.manifest, graphs, dataset.scan("configs")),
             split_by=split_by, seed=seed, ratios=ratios,
-            warnings=plan.conflicts + warnings + _name_warnings(name))
+            warnings=plan.conflicts + warnings + _name_warnings(name), split_counts=counts)
         (stage / CARD).write_text(card_text(info))
+        total = info.provenance.counts
         summary = (f"TpuGraphs-style dataset made with tgt: {graphs.height} XLA HLO graphs, "
-                   f"{dataset.count_rows('configs')} compiler configurations with measured "
-                   "runtimes.")
+                   f"{total.configs} compiler configurations, {total.labels} of them with "
+                   "measured runtimes.")
         (stage / CROISSANT).write_text(json.dumps(croissant(info, summary), indent=2) + "\n")
         write_checksums(stage, CHECKSUMS)
-    return PublishResult(Path(out), name, shards, info.warnings)
+    return PublishResult(Path(out), name, shards, info.warnings, counts)

@@ -52,7 +52,7 @@ def _apart_sentence(stats: ReportStats) -> str:
 
 
 def _program_table(stats: ReportStats) -> str:
-    head = ("<tr><th>program</th><th>graphs</th><th>configs</th><th>ok</th>"
+    head = ("<tr><th>program</th><th>graphs</th><th>configs</th><th>labels</th>"
             "<th>no-op / duplicate</th><th>errors</th><th>median runtime / default</th>"
             "<th>best speed-up</th><th>median CI ±</th><th>pairs told apart</th>"
             "<th>A/A control holds 1.0</th>"
@@ -106,11 +106,24 @@ def _pooled_line(labels: list[GraphLabels]) -> str:
             "do better.</p>")
 
 
+def headline(stats: ReportStats) -> str:
+    """The page's first claim, held to the labels' CIs: a graph counts as having a faster
+    config only when some config's whole 95% CI lies below 1."""
+    faster, graphs, unknown = stats.faster_graphs()
+    if not graphs:
+        return ""
+    unsure = (f" {unknown} of them carry no CIs, so whether they have one is not known."
+              if unknown else "")
+    return (f"<p><b>Headroom</b>: a config is faster than the default (its whole 95% CI below "
+            f"1) in <b>{faster}/{graphs}</b> graphs with measured configs.{unsure} A label "
+            "whose CI holds 1 is not counted, whichever side of 1 it falls on.</p>")
+
+
 def labels_table(labels: list[GraphLabels]) -> str:
     """Per graph: headroom over the default and the noise ceiling (section of the page)."""
     if not labels:
         return ""
-    head = ("<tr><th>graph</th><th>program</th><th>configs</th>"
+    head = ("<tr><th>graph</th><th>program</th><th>non-default labels</th>"
             "<th>fastest ÷ default [95% CI]</th><th>faster than default</th>"
             "<th>CI below 1</th><th>p5 – median – p95</th><th>ceiling τ</th>"
             "<th>ceiling τ, sure pairs</th></tr>")
@@ -120,8 +133,9 @@ def labels_table(labels: list[GraphLabels]) -> str:
     return (f"<h2>Per graph: headroom and noise ceiling</h2>{_pooled_line(labels)}"
             f"<table>{head}{rows}</table>"
             "<p class=\"muted\">Headroom over ok non-default configs' labels (runtime ÷ "
-            "default): the fastest one with its 95% CI (below 1: a config beats the default), "
-            "the share with a label below 1, the share whose whole CI lies below 1, and the "
+            "default): the fastest one with its 95% CI (a config is faster than the default "
+            "only when its whole CI lies below 1), the share with a label below 1, the share "
+            "whose whole CI lies below 1, and the "
             "spread of the labels. Ceiling τ: the Kendall τ expected between two independent "
             "measurements of the graph's configs, each label drawn normal on the log scale "
             "with the standard error its CI gives; sure pairs: the pairs whose CIs are "
@@ -131,7 +145,8 @@ def labels_table(labels: list[GraphLabels]) -> str:
 def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]],
                 facts: dict[str, str]) -> str:
     """The page; ``plots`` are (png file name, title, caption), ``facts`` provenance lines."""
-    cards = {"graphs": stats.graphs, "configs": stats.configs,
+    cards = {"graphs": stats.graphs, "configs": stats.counts.configs,
+             "labels": stats.counts.labels, "control rows": stats.counts.control_rows,
              "programs": len(stats.programs),
              **{f"{k} graphs": v for k, v in stats.collections.items()},
              **{f"status {k}": v for k, v in stats.statuses.items()}}
@@ -146,9 +161,13 @@ def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{escape(title)}</h1><p class=\"muted\">tgt dataset report</p>"
-        f"<div class=\"cards\">{card_html}</div><ul>{fact_html}</ul>{figures}"
+        f"<div class=\"cards\">{card_html}</div>{headline(stats)}<ul>{fact_html}</ul>"
+        f"{figures}"
         f"<h2>Per program</h2>{_noise_line(stats)}{_program_table(stats)}"
-        "<p class=\"muted\">Relative runtime: ok, non-default configs (runtime over the "
+        "<p class=\"muted\">Configs: one per configuration tried, the default included, any "
+        "status; labels: the ok ones (a measured runtime each); control rows (A/A controls, "
+        "repeats) are timing checks, not configs. "
+        "Relative runtime: ok, non-default configs (runtime over the "
         "default's runtime in the same timing window). Median CI ±: half-width of the labels' "
         "95% confidence intervals. Pairs told apart: config pairs of one graph (the default "
         "included) whose CIs are disjoint. Best speed-up: default runtime over the "

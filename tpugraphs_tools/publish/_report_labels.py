@@ -15,6 +15,8 @@ import polars as pl
 
 from tpugraphs_tools.store import LABEL_COLUMNS, Headroom, NoiseCeiling, graph_label_stats
 
+MAX_POINTS = 60  # labels kept per graph for the plot of labels with their CIs
+
 
 @dataclass
 class GraphLabels:
@@ -22,6 +24,25 @@ class GraphLabels:
     program: str
     ceiling: NoiseCeiling | None    # None: no CI, ceiling unknown
     headroom: Headroom | None       # None: no labelled non-default config
+    # (label, CI low, CI high) of up to MAX_POINTS ok non-default configs, evenly spaced by
+    # label (NaN CI: none); what the per-graph plot draws, bounded whatever the graph's size
+    points: np.ndarray | None = None
+
+
+def _points(group: pl.DataFrame) -> np.ndarray | None:
+    names = set(group.columns)
+    rows = group.filter((pl.col("status") == "ok") & ~pl.col("is_default").fill_null(False)
+                        if "is_default" in names else pl.col("status") == "ok")
+    if not rows.height:
+        return None
+    columns = [rows[c].cast(pl.Float64).to_numpy() if c in names
+               else np.full(rows.height, np.nan) for c in LABEL_COLUMNS]
+    points = np.stack(columns, axis=1)
+    points = points[np.argsort(points[:, 0], kind="stable")]
+    if len(points) > MAX_POINTS:
+        points = points[np.unique(np.linspace(0, len(points) - 1, MAX_POINTS).round()
+                                  .astype(int))]
+    return points
 
 
 @dataclass
@@ -51,7 +72,7 @@ def label_stats(graphs: pl.DataFrame, configs: pl.LazyFrame) -> list[GraphLabels
             continue
         ceiling, room = graph_label_stats(group)
         out.append(GraphLabels(str(graph_id), str(programs_of.get(graph_id, "?")), ceiling,
-                               room))
+                               room, _points(group)))
     return out
 
 

@@ -18,6 +18,7 @@ import polars as pl
 
 from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
+from tpugraphs_tools.store import CONTROL_STATUSES, ConfigCounts
 
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result",
                   "default_failed")
@@ -60,15 +61,27 @@ class ReportStats:
     pairs: int = 0
     pairs_separated: int = 0
     labels: list[GraphLabels] = field(default_factory=list)   # per graph: headroom, ceiling
+    counts: ConfigCounts = field(default_factory=ConfigCounts)  # configs, labels, control rows
+    graph_ids: list[str] = field(default_factory=list)          # order of the per-graph lists
+    controls_per_graph: list[int] = field(default_factory=list)
+
+    def faster_graphs(self) -> tuple[int, int, int]:
+        """(graphs with a config surely faster than the default: its whole 95% CI below 1,
+        graphs with labelled non-default configs, of those the ones without CIs)."""
+        rooms = [g.headroom for g in self.labels if g.headroom is not None]
+        surely = [r.surely_faster_share for r in rooms]
+        return (sum(1 for v in surely if v), len(rooms), sum(1 for v in surely if v is None))
 
     def label_summary(self) -> str | None:
-        """One line: graphs where a config beats the default, and the pooled noise ceiling."""
+        """One line: graphs where a config is faster than the default (its CI below 1: a
+        label whose CI holds 1 is not), and the pooled noise ceiling."""
         pooled = pooled_ceiling(self.labels)
         if pooled is None:
             return None
-        rooms = [g.headroom for g in self.labels if g.headroom is not None]
-        faster = sum(r.fastest < 1.0 for r in rooms)
-        line = f"headroom: a config beats the default in {faster}/{len(rooms)} graphs; "
+        faster, graphs, unknown = self.faster_graphs()
+        line = (f"headroom: a config is faster than the default (95% CI below 1) in "
+                f"{faster}/{graphs} graphs"
+                + (f" ({unknown} without CIs: not known)" if unknown else "") + "; ")
         if not pooled.graphs:
             return line + "noise ceiling: no CI: ceiling unknown"
         sure = pooled.kendall_tau_sure
@@ -143,7 +156,8 @@ class _Tally:
         for program, pairs in _separation(batch).items():
             self.per_program.setdefault(program, Counter()).update(pairs)
         self.labels += label_stats(self.graphs, batch.lazy())
-        configs = batch.filter(pl.col("status") != "control")  # not configs: batch checks
+        # control rows are not configs: timing checks (store/counts.py)
+        configs = batch.filter(~pl.col("status").is_in(CONTROL_STATUSES))
         counts = configs.group_by("program").agg(
             pl.len().alias("configs"),
             (pl.col("status") == "ok").sum().alias("ok"),
@@ -162,6 +176,9 @@ class _Tally:
                 pl.len(), (pl.col("status") == "ok").sum()).iter_rows():
             self.per_graph[(gid, "n")] += n
             self.per_graph[(gid, "ok")] += ok
+        for gid, n in batch.filter(pl.col("status").is_in(CONTROL_STATUSES)) \
+                .group_by("graph_id").len().iter_rows():
+            self.per_graph[(gid, "controls")] += n
 
 
 def _status_counts(found: Counter[object]) -> dict[str, int]:
@@ -200,14 +217,19 @@ def compute_stats(graphs: pl.DataFrame,
             controls_held=counts["controls_held"], noise_floor=medians.get(("floor", program)),
             pairs=counts["pairs"], pairs_separated=counts["pairs_separated"]))
     ids = graphs["graph_id"].to_list()
+    statuses = _status_counts(tally.statuses)
+    total = ConfigCounts.of_statuses(statuses)
     return ReportStats(
         graphs=graphs.height,
-        configs=sum(v for (_, what), v in tally.per_graph.items() if what == "n"),
-        statuses=_status_counts(tally.statuses),
+        configs=total.configs,
+        counts=total,
+        statuses=statuses,
         programs=per_program,
         num_nodes=[int(n) for n in graphs["num_nodes"].to_list()],
         configs_per_graph=[int(tally.per_graph[(g, "n")]) for g in ids],
         ok_per_graph=[int(tally.per_graph[(g, "ok")]) for g in ids],
+        graph_ids=[str(g) for g in ids],
+        controls_per_graph=[int(tally.per_graph[(g, "controls")]) for g in ids],
         collections=dict(sorted(graphs.group_by("collection").len().iter_rows()))
         if graphs.height else {},
         controls=sum(p.controls for p in per_program),

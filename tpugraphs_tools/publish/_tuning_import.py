@@ -50,7 +50,7 @@ from tpugraphs_tools.publish._tuning_proto import (
     read_tuning_bytes,
     scan_tuning_file,
 )
-from tpugraphs_tools.store import Dataset, make_graph_id
+from tpugraphs_tools.store import ConfigCounts, Dataset, make_graph_id
 
 LAYOUT_MAX_TENSORS = 3    # tensors per configurable node (output, input, kernel)
 LAYOUT_MAX_DIMS = 6       # dims kept per tensor
@@ -81,6 +81,7 @@ class TuningImportResult:
     files: dict[str, FileSummary] = field(default_factory=dict)
     config_nodes: dict[str, tuple[int, int]] = field(default_factory=dict)  # matched, total
     warnings: list[str] = field(default_factory=list)
+    counts: ConfigCounts = field(default_factory=ConfigCounts)  # store/counts.py
 
     def add(self, prep: Prepared) -> None:
         failed = len(prep.configs) - prep.timed
@@ -90,6 +91,7 @@ class TuningImportResult:
         self.warnings.extend(prep.warnings)
         self.graphs += 1
         self.configs += len(prep.configs)
+        self.counts += ConfigCounts.of_rows(r["status"] for r in prep.configs)
         self.timed += prep.timed
         self.failed += failed
         if prep.matched is not None:

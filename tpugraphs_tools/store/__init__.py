@@ -7,6 +7,12 @@ from tpugraphs_tools.store.atomic import (
     WORK_DIR,
     write_bytes_atomic,
 )
+from tpugraphs_tools.store.counts import (
+    CONTROL_STATUSES,
+    ConfigCounts,
+    config_counts,
+    total_counts,
+)
 from tpugraphs_tools.store.dataset import (
     NPZ_ERRORS,
     Dataset,
@@ -42,6 +48,7 @@ from tpugraphs_tools.store.tables import (
 
 __all__ = [
     "CACHE_DIR",
+    "CONTROL_STATUSES",
     "FORMAT_VERSION",
     "JOURNAL",
     "LABEL_COLUMNS",
@@ -52,6 +59,7 @@ __all__ = [
     "TEMP_MARK",
     "WORK_DIR",
     "Z95",
+    "ConfigCounts",
     "Dataset",
     "Headroom",
     "NoiseCeiling",
@@ -60,6 +68,7 @@ __all__ = [
     "Transaction",
     "WholeKeys",
     "arrow_schema",
+    "config_counts",
     "disjoint_pairs",
     "graph_label_stats",
     "graph_to_networkx",
@@ -80,6 +89,7 @@ __all__ = [
     "shared_log_se",
     "table_info",
     "to_arrow_table",
+    "total_counts",
     "write_bytes_atomic",
     "write_npz",
 ]
