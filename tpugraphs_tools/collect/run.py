@@ -76,6 +76,7 @@ class CollectRequest:
     out: str = "data/"
     backend: str | None = None
     retry_unmeasured: bool = False  # measure again graphs stored unmeasured (failures.py)
+    keep_source_paths: bool = False  # store this machine's paths in HLO and rows (opt-in)
 
 
 def resolve_args(name: str, requested: Any) -> Any:
@@ -88,15 +89,19 @@ def resolve_args(name: str, requested: Any) -> Any:
 
 
 def build_graph(item: CollectItem, backend: str | None,
-                stage: Callable[[Stage], None] = lambda _s: None) -> CollectedGraph:
+                stage: Callable[[Stage], None] = lambda _s: None,
+                keep_source_paths: bool = False) -> CollectedGraph:
     """Lower/read and featurize one item (cheap and deterministic: done again on resume)."""
     if item.hlo is not None:
         stage("featurizing")
-        return collect_hlo_file(item.hlo, backend=backend)
-    args = resolve_args(item.program_name, item.program_args)
-    _, src = lower_program(item.program_name, args)
-    stage("featurizing")
-    return collect_source(src, program=src.origin, program_args=args.as_dict(), backend=backend)
+        collected = collect_hlo_file(item.hlo, backend=backend)
+    else:
+        args = resolve_args(item.program_name, item.program_args)
+        _, src = lower_program(item.program_name, args)
+        stage("featurizing")
+        collected = collect_source(src, program=src.origin, program_args=args.as_dict(),
+                                   backend=backend)
+    return replace(collected, keep_source_paths=keep_source_paths)
 
 
 def committed_rows(dataset: Dataset, graph_id: str, header: JournalHeader
@@ -133,7 +138,8 @@ def tile_sources(item: CollectItem, backend: str | None
 
 
 def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
-                  summary: CollectSummary, tracker: ProgressTracker) -> None:
+                  summary: CollectSummary, tracker: ProgressTracker,
+                  keep_source_paths: bool = False) -> None:
     """Every kernel of one program's optimized module, committed together (a rerun skips a
     program whose kernels are in the dataset; a killed run re-measures that program only)."""
     unoptimized, optimize, program, args = tile_sources(item, backend)
@@ -160,7 +166,8 @@ def collect_tiles(dataset: Dataset, item: CollectItem, backend: str | None,
                               i, n, opts.configs_per_kernel, name),
                           on_row=tracker.tile_row)
     tracker.stage("storing")
-    write_graphs(dataset, [g for g, _ in result.graphs],
+    write_graphs(dataset, [replace(g, keep_source_paths=keep_source_paths)
+                           for g, _ in result.graphs],
                  configs={g.graph_id: rows for g, rows in result.graphs})
     summary.graphs.extend(g.row for g, _ in result.graphs)
     summary.labels += sum(1 for _, rows in result.graphs for r in rows if r["status"] == OK)
@@ -239,10 +246,11 @@ def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummar
     for index, item in enumerate(request.items):
         tracker.begin(index, item.label)
         if item.collection == Kind.TILE:
-            collect_tiles(dataset, item, request.backend, summary, tracker)
+            collect_tiles(dataset, item, request.backend, summary, tracker,
+                          request.keep_source_paths)
             tracker.end()
             continue
-        collected = build_graph(item, request.backend, tracker.stage)
+        collected = build_graph(item, request.backend, tracker.stage, request.keep_source_paths)
         work = start_graph(dataset, collected, item.options, summary, request.retry_unmeasured)
         if work is None:
             tracker.end()

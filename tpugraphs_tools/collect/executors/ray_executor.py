@@ -162,7 +162,8 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
     try:
         graphs: dict[str, _Graph] = {}
         for item in request.items:
-            collected = build_graph(item, request.backend)
+            collected = build_graph(item, request.backend,
+                                    keep_source_paths=request.keep_source_paths)
             work = start_graph(dataset, collected, item.options, summary,
                                request.retry_unmeasured)
             if work is None:
