@@ -118,7 +118,7 @@ def test_cli_gst_with_stored_partition_and_kaggle_options(layout_ds: Path,
     report_path = tmp_path / "gst.json"
     result = runner.invoke(main, [
         "baseline", str(layout_ds), *SMALL, "--gst", "--partition", "metis-3", "--prune",
-        "--pad-minus-one", "--cross-config-attention", "--loss", "hinge", "--model", "gcn",
+        "--pad-minus-one", "--cross-config-attention", "--loss", "hinge", "--layer", "gcn",
         "--finetune-epochs", "1", "--report", str(report_path)])
     assert result.exit_code == 0, result.output
     section = json.loads(report_path.read_text())["collections"]["layout"]
@@ -197,3 +197,20 @@ def test_real_hlo_graphs_with_hlo_features(tmp_path: Path) -> None:
     assert any(n.startswith("no fewer-copies ranker: num_copies is unknown")
                for n in by_program.notes)
     assert "fewer-copies" not in by_program.results["test"]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--out", "p.csv"], "--predict"),            # --out is the predictions CSV of --predict
+    (["--model", "some/model.msgpack"], "--layer"),  # a saved model is read by --predict
+    (["--predict", "x", "--model", "m.msgpack", "--layer", "gcn"], "--layer"),
+])
+def test_predict_only_flags_are_usage_errors_without_predict(tmp_path: Path, args: list[str],
+                                                             says: str) -> None:
+    result = CliRunner().invoke(main, ["baseline", str(tmp_path), *args])
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+
+
+def test_model_sage_still_means_the_layer_with_a_warning(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["baseline", str(tmp_path / "none"), "--model", "gcn"])
+    assert "--layer gcn" in result.output and "deprecated" in result.output

@@ -47,7 +47,8 @@ INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
         show_default=True, section=PROGRAM,
         help="Floating-point type of the program's parameters and inputs.")
 @option("--preset", default="base", show_default=True, section=PROGRAM,
-        help="Program size preset.")
+        help="Program size preset: tiny, small, base, large, ... as the program offers "
+             "(`tgt programs` lists each one's; another is an error naming them).")
 @option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
         section=PROGRAM, help="Forward pass or full training step.")
 @measure_options
