@@ -219,3 +219,16 @@ def test_the_example_plan_uses_no_deprecated_key() -> None:
     plan = yaml.safe_load((Path(__file__).parents[2] / "examples" / "plan.yaml").read_text())
     keys = set(plan["defaults"]) | {k for item in plan["items"] for k in item}
     assert not keys & set(KEY_ALIASES.values()), keys
+
+
+def test_defaults_named_in_the_collect_docs_are_the_flags_defaults() -> None:
+    """docs/collect.md once said --measure-processes defaults to 2 while the flag said 4."""
+    from tpugraphs_tools.measure.options import option_default
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "collect.md").read_text().split())
+    flags = {info.flag_of(name): name for name, info in OPTION_INFO.items()}
+    named = re.findall(r"`(--[a-z-]+)`[^`()]{0,40}\(default ([\w.]+)\)", text)
+    checked = [(flag, value) for flag, value in named if flag in flags]
+    assert checked  # the pattern still finds the sentence it guards
+    for flag, value in checked:
+        assert value == str(option_default(flags[flag])), flag

@@ -9,7 +9,7 @@ import click
 from rich import box
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
+from tpugraphs_tools.cli._common import data_argument, handle_errors, plural, terminal
 
 if TYPE_CHECKING:  # the library is imported when a command runs (fast --help)
     from tpugraphs_tools.baseline import Evaluation
@@ -222,8 +222,8 @@ def _predict(data: str, model: str, collection: str | None, lazy_configs: bool,
         terminal.print(table)
     for note in prediction.notes[:10]:
         terminal.note("note", note)
-    terminal.success(f"{sum(g.score.size for g in prediction.graphs)} configs of "
-                     f"{len(prediction.graphs)} graphs ranked: "
+    terminal.success(f"{plural(sum(g.score.size for g in prediction.graphs), 'config')} of "
+                     f"{plural(len(prediction.graphs), 'graph')} ranked: "
                      f"{' and '.join(str(p) for p in paths)}")
 
 

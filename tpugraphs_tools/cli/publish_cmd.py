@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from tpugraphs_tools.cli._common import data_argument, handle_errors, split_options, terminal
+from tpugraphs_tools.cli._common import (
+    data_argument,
+    handle_errors,
+    plural,
+    split_options,
+    terminal,
+)
 
 
 @click.command("publish")
@@ -48,4 +54,5 @@ def publish(data: str, out: str, name: str | None, license_: str, version: str, 
     for split, count in graphs.items():
         table.add_row(split, str(count), str(configs.get(split, 0)))
     terminal.print(table)
-    terminal.success(f"{len(result.shards)} shards, README.md, croissant.json, SHA256SUMS → {out}")
+    terminal.success(f"{plural(len(result.shards), 'shard')}, README.md, croissant.json, "
+                     f"SHA256SUMS → {out}")
