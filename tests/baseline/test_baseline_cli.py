@@ -214,3 +214,22 @@ def test_predict_only_flags_are_usage_errors_without_predict(tmp_path: Path, arg
 def test_model_sage_still_means_the_layer_with_a_warning(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["baseline", str(tmp_path / "none"), "--model", "gcn"])
     assert "--layer gcn" in result.output and "deprecated" in result.output
+
+
+def test_a_dash_in_the_results_table_is_explained() -> None:
+    """gbdt showed τ "–" beside OPA 0.000 with no word why."""
+    from types import SimpleNamespace
+
+    from tpugraphs_tools.cli.baseline_cmd import undefined_notes
+
+    nan = float("nan")
+    evaluation = SimpleNamespace(results={"test": {
+        "gbdt": {"kendall_tau": nan, "opa": 0.0, "kendall_tau_of_ceiling": nan},
+        "model": {"kendall_tau": 0.4, "opa": 0.7, "kendall_tau_of_ceiling": nan}}})
+    notes = undefined_notes(evaluation)  # type: ignore[arg-type]
+    assert len(notes) == 2
+    assert notes[0].startswith("τ of gbdt:") and "alike" in notes[0]
+    assert notes[1].startswith("τ÷ceil:")
+    clean = SimpleNamespace(results={"test": {"model": {"kendall_tau": 0.4, "opa": 0.7,
+                                                        "kendall_tau_of_ceiling": 0.8}}})
+    assert undefined_notes(clean) == []  # type: ignore[arg-type]

@@ -186,6 +186,8 @@ def baseline(data: str, epochs: int, seed: int, layer: str | None, model: str | 
     for name, section in report.collections.items():
         for evaluation in section.evaluations.values():
             terminal.print(results_table(name, evaluation))
+            for line in undefined_notes(evaluation):
+                terminal.note("–", line)
         if section.headroom:
             rooms = section.headroom.values()
             faster = sum(r["fastest"] < 1.0 for r in rooms)
@@ -230,6 +232,29 @@ def _predict(data: str, model: str, collection: str | None, lazy_configs: bool,
 def _fmt(value: float | None) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) \
         else f"{value:.3f}"
+
+
+def undefined_notes(evaluation: Evaluation) -> list[str]:
+    """Why a cell of the results table shows "–" (undefined), once per reason."""
+    from tpugraphs_tools.baseline import CEILING_MIN_PAIRS
+
+    notes = []
+    tied = sorted({method for methods in evaluation.results.values()
+                   for method, v in methods.items()
+                   if math.isnan(v.get("kendall_tau", math.nan))
+                   and not math.isnan(v.get("opa", math.nan))})
+    if tied:
+        notes.append(f"τ of {', '.join(tied)}: it scored each graph's held-out configs alike "
+                     "(a constant prediction, e.g. trees with too few rows to split), so τ is "
+                     "undefined and OPA counts every tie as wrong")
+    if any(math.isnan(v.get("kendall_tau_of_ceiling", math.nan))
+           and not math.isnan(v.get("kendall_tau", math.nan))
+           for methods in evaluation.results.values() for v in methods.values()):
+        notes.append(f"τ÷ceil: needs label CIs and at least {CEILING_MIN_PAIRS} config pairs "
+                     "under "
+                     "the noise ceiling in the split (held-out configs per graph × graphs); "
+                     "fewer make the ratio noise")
+    return notes
 
 
 def results_table(name: str, evaluation: Evaluation) -> Table:
