@@ -118,7 +118,7 @@ def test_cli_gst_with_stored_partition_and_kaggle_options(layout_ds: Path,
     report_path = tmp_path / "gst.json"
     result = runner.invoke(main, [
         "baseline", str(layout_ds), *SMALL, "--gst", "--partition", "metis-3", "--prune",
-        "--pad-minus-one", "--cross-config-attention", "--loss", "hinge", "--model", "gcn",
+        "--pad-minus-one", "--cross-config-attention", "--loss", "hinge", "--layer", "gcn",
         "--finetune-epochs", "1", "--report", str(report_path)])
     assert result.exit_code == 0, result.output
     section = json.loads(report_path.read_text())["collections"]["layout"]
@@ -197,3 +197,39 @@ def test_real_hlo_graphs_with_hlo_features(tmp_path: Path) -> None:
     assert any(n.startswith("no fewer-copies ranker: num_copies is unknown")
                for n in by_program.notes)
     assert "fewer-copies" not in by_program.results["test"]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--out", "p.csv"], "--predict"),            # --out is the predictions CSV of --predict
+    (["--model", "some/model.msgpack"], "--layer"),  # a saved model is read by --predict
+    (["--predict", "x", "--model", "m.msgpack", "--layer", "gcn"], "--layer"),
+])
+def test_predict_only_flags_are_usage_errors_without_predict(tmp_path: Path, args: list[str],
+                                                             says: str) -> None:
+    result = CliRunner().invoke(main, ["baseline", str(tmp_path), *args])
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+
+
+def test_model_sage_still_means_the_layer_with_a_warning(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["baseline", str(tmp_path / "none"), "--model", "gcn"])
+    assert "--layer gcn" in result.output and "deprecated" in result.output
+
+
+def test_a_dash_in_the_results_table_is_explained() -> None:
+    """gbdt showed τ "–" beside OPA 0.000 with no word why."""
+    from types import SimpleNamespace
+
+    from tpugraphs_tools.cli.baseline_cmd import undefined_notes
+
+    nan = float("nan")
+    evaluation = SimpleNamespace(results={"test": {
+        "gbdt": {"kendall_tau": nan, "opa": 0.0, "kendall_tau_of_ceiling": nan},
+        "model": {"kendall_tau": 0.4, "opa": 0.7, "kendall_tau_of_ceiling": nan}}})
+    notes = undefined_notes(evaluation)  # type: ignore[arg-type]
+    assert len(notes) == 2
+    assert notes[0].startswith("τ of gbdt:") and "alike" in notes[0]
+    assert notes[1].startswith("τ÷ceil:")
+    clean = SimpleNamespace(results={"test": {"model": {"kendall_tau": 0.4, "opa": 0.7,
+                                                        "kendall_tau_of_ceiling": 0.8}}})
+    assert undefined_notes(clean) == []  # type: ignore[arg-type]

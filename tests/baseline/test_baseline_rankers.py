@@ -137,13 +137,24 @@ def test_scores_carry_the_ceiling_and_shares_of_it() -> None:
 
 
 def test_pooled_share_is_a_ratio_of_means_over_graphs_with_a_ceiling() -> None:
-    rows = [{"m": {"kendall_tau": 0.2}, ceiling.NAME: {"kendall_tau": 0.4}},
-            {"m": {"kendall_tau": 0.4}, ceiling.NAME: {"kendall_tau": 0.8}},
+    rows = [{"m": {"kendall_tau": 0.2}, ceiling.NAME: {"kendall_tau": 0.4, "pairs": 15.0}},
+            {"m": {"kendall_tau": 0.4}, ceiling.NAME: {"kendall_tau": 0.8, "pairs": 15.0}},
             {"m": {"kendall_tau": 0.9}}]                                  # no ceiling: left out
     summary = {"m": {"kendall_tau": 0.5}, ceiling.NAME: {"kendall_tau": 0.6}}
     ceiling.pooled_shares(rows, summary)
     assert summary["m"]["kendall_tau_of_ceiling"] == pytest.approx(0.3 / 0.6)
     assert math.isnan(summary["m"]["kendall_tau_sure_of_ceiling"])
+
+
+def test_no_pooled_share_from_too_few_pairs() -> None:
+    """2 held-out configs per graph: one pair each, τ ±1 over a ceiling near 0 gave 1.83."""
+    rows = [{"m": {"kendall_tau": 1.0}, ceiling.NAME: {"kendall_tau": 0.5, "pairs": 1.0}}
+            for _ in range(ceiling.MIN_PAIRS - 1)]
+    summary: dict[str, dict[str, float]] = {"m": {}, ceiling.NAME: {}}
+    ceiling.pooled_shares(rows, summary)
+    assert math.isnan(summary["m"]["kendall_tau_of_ceiling"])
+    ceiling.pooled_shares([*rows, rows[0]], summary)
+    assert summary["m"]["kendall_tau_of_ceiling"] == pytest.approx(2.0)
 
 
 def test_default_rows_come_from_the_default_config(tmp_path: Path) -> None:

@@ -206,3 +206,14 @@ def test_every_flag_of_every_command_has_help():
                for p in command.params
                if isinstance(p, click.Option) and not p.hidden and not p.help]
     assert missing == []
+
+
+def test_no_usage_line_shows_a_flag_as_an_argument() -> None:
+    """`tgt import`'s usage once read `TREE | --tuning-data FILE...`, as if the flag took
+    the files."""
+    import click
+
+    ctx = click.Context(main)
+    pieces = {name: " ".join(command.collect_usage_pieces(click.Context(command, parent=ctx)))
+              for name, command in main.commands.items()}
+    assert {n: p for n, p in pieces.items() if "--" in p} == {}

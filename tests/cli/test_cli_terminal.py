@@ -129,3 +129,11 @@ def test_piped_output_width_follows_a_set_columns(monkeypatch, columns, width):
         monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)
     assert Terminal().console.width == width
+
+
+def test_counts_take_the_noun_in_the_right_number() -> None:
+    """The CLI printed "FAIL: 1 errors" and "✓ 1 graphs"."""
+    from tpugraphs_tools.cli._common import plural
+
+    assert plural(1, "error") == "1 error" and plural(0, "error") == "0 errors"
+    assert plural(2, "graph") == "2 graphs" and plural(3, "entry", "entries") == "3 entries"

@@ -197,3 +197,38 @@ def test_every_numeric_flag_of_every_command_has_a_range() -> None:
             and isinstance(p.type, click.types.IntParamType | click.types.FloatParamType)
             and not isinstance(p.type, click.IntRange | click.FloatRange)]
     assert bare == []
+
+
+def test_a_plan_typo_lists_the_flag_spellings_and_the_nearest_key() -> None:
+    """The list once held only the deprecated names (batch, copies, repeats, timing)."""
+    with pytest.raises(PlanError) as caught:
+        request_from_plan({"items": [{"program": "mlp", "fixed_round": 3}]})
+    text = str(caught.value)
+    assert "did you mean fixed_rounds?" in text
+    allowed = text.split("allowed: ")[1]
+    for new, old in (("batch_size", "batch"), ("fixed_rounds", "repeats"),
+                     ("loaded_copies", "copies"), ("engine", "timing")):
+        assert new in allowed.split(", ") and old not in allowed.split(", ")
+
+
+def test_the_example_plan_uses_no_deprecated_key() -> None:
+    import yaml
+
+    from tpugraphs_tools.collect.plan import KEY_ALIASES
+
+    plan = yaml.safe_load((Path(__file__).parents[2] / "examples" / "plan.yaml").read_text())
+    keys = set(plan["defaults"]) | {k for item in plan["items"] for k in item}
+    assert not keys & set(KEY_ALIASES.values()), keys
+
+
+def test_defaults_named_in_the_collect_docs_are_the_flags_defaults() -> None:
+    """docs/collect.md once said --measure-processes defaults to 2 while the flag said 4."""
+    from tpugraphs_tools.measure.options import option_default
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "collect.md").read_text().split())
+    flags = {info.flag_of(name): name for name, info in OPTION_INFO.items()}
+    named = re.findall(r"`(--[a-z-]+)`[^`()]{0,40}\(default ([\w.]+)\)", text)
+    checked = [(flag, value) for flag, value in named if flag in flags]
+    assert checked  # the pattern still finds the sentence it guards
+    for flag, value in checked:
+        assert value == str(option_default(flags[flag])), flag

@@ -30,7 +30,7 @@ def test_findings_exit_1_and_are_grouped(tree: Path) -> None:
     flat = re.sub(r"[\s│]", "", result.output)  # undo rich's folding at 80 columns
     assert "values(1)" in flat and "values.runtime_nonpositive" in flat
     assert "train/model_a.npz[config_runtime]@0:config0runtimeis-1000ns" in flat
-    assert "FAIL:1errors" in flat
+    assert "FAIL:1error," in flat
 
 
 def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:

@@ -194,6 +194,7 @@ CASES = [
     graph_cell("dataset.npz_missing", "npz_file", GRAPH_A, "graphs/nope.npz",
                "dataset.npz_orphan"),
     graph_cell("dataset.hlo_missing", "hlo_file", GRAPH_A, "graphs/nope.hlo.txt"),
+    graph_cell("dataset.absolute_path", "source_path", GRAPH_A, "/home/someone/model.hlo"),
     Case("npz_orphan", "dataset.npz_orphan", _orphan),
     Case("partition_invalid", "dataset.partition_invalid", _bad_partition),
     graph_cell("dataset.graph_row_mismatch", "num_nodes", GRAPH_A, 8),

@@ -1,6 +1,7 @@
 """Reference learned cost model (JAX/flax + optax) with GST, ranking losses and metrics."""
 
 from tpugraphs_tools.baseline.batching import Batch, Item, Stale, bucket, pack
+from tpugraphs_tools.baseline.ceiling import MIN_PAIRS as CEILING_MIN_PAIRS
 from tpugraphs_tools.baseline.data import (
     GraphInfo,
     GraphRecord,
@@ -30,7 +31,8 @@ from tpugraphs_tools.baseline.saved import LoadedModel, SavedModel, load_model
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 
 __all__ = [
-    "LOSSES", "BaselineOptions", "Batch", "CostModel", "Evaluation", "GraphInfo", "GraphRecord",
+    "CEILING_MIN_PAIRS", "LOSSES", "BaselineOptions", "Batch", "CostModel", "Evaluation",
+    "GraphInfo", "GraphRecord",
     "GraphSource", "Item", "LoadedModel", "ModelConfig", "NothingToScore", "Prediction",
     "PrepareOptions", "PreparedGraph", "RankingLoss", "SavedModel", "Stale", "TgtSource",
     "TpuGraphsTreeSource", "TrainConfig", "Trainer", "bucket", "evaluation_title",

@@ -4,7 +4,10 @@ The ceiling (``store.noise_ceiling``) is the Kendall τ two independent measurem
 scored configs would reach, from the labels' 95% CIs; a graph without CIs (fixed-engine
 labels, an official tree) has none, and the report says "no CI: ceiling unknown". A method's
 share is its mean τ over the graphs that have a ceiling divided by their mean ceiling (a ratio
-of means: one graph with a ceiling near zero does not swamp it).
+of means: one graph with a ceiling near zero does not swamp it). A split with fewer than
+:data:`MIN_PAIRS` config pairs under the ceiling gets no share: with 2 held-out configs per
+graph each graph is one pair, its τ is ±1 and its ceiling (2p − 1)² can be near 0, and a
+share of 1.83 said nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from tpugraphs_tools.store import noise_ceiling
 NAME = "noise-ceiling"
 NO_CI = "no CI: ceiling unknown"
 TAUS = ("kendall_tau", "kendall_tau_sure")
+MIN_PAIRS = 30  # config pairs (all graphs of a split together) a pooled share needs
 
 
 def graph_ceiling(g: PreparedGraph) -> dict[str, float] | None:
@@ -60,5 +64,6 @@ def pooled_shares(rows: Sequence[Mapping[str, dict[str, float]]],
                      for r in rows if name in r and NAME in r]
             pairs = [(m, c) for m, c in pairs if not (math.isnan(m) or math.isnan(c))]
             top = float(np.mean([c for _, c in pairs])) if pairs else math.nan
+            enough = sum(r[NAME].get("pairs", 0.0) for r in rows if NAME in r) >= MIN_PAIRS
             values[f"{tau}_of_ceiling"] = (float(np.mean([m for m, _ in pairs])) / top
-                                           if pairs and top else math.nan)
+                                           if pairs and top and enough else math.nan)

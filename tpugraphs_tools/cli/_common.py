@@ -202,6 +202,11 @@ def _ignore(*_args: object) -> None:
 terminal = Terminal()
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 graph``, ``2 graphs``: a count with its noun in the right number."""
+    return f"{n} {word if n == 1 else many or word + 's'}"
+
+
 def print_pairs_apart(apart: int, pairs: int) -> None:
     """One line for ``tgt collect`` and ``tgt report``: the orders the labels claim."""
     if pairs:

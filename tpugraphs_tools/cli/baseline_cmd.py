@@ -9,7 +9,7 @@ import click
 from rich import box
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
+from tpugraphs_tools.cli._common import data_argument, handle_errors, plural, terminal
 
 if TYPE_CHECKING:  # the library is imported when a command runs (fast --help)
     from tpugraphs_tools.baseline import Evaluation
@@ -32,14 +32,17 @@ _COLUMNS = {
               help="Training epochs.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed for initialisation, sampling and the split.")
-@click.option("--model", default=None, metavar="sage|gcn|PATH",
-              help="Training: the graph layer, sage (GraphSAGE, default) or gcn. With "
-                   "--predict: the saved model (DATA/baseline/model-*.msgpack or its .json).")
+@click.option("--layer", type=click.Choice(_LAYERS), default=None,
+              help="Training: the graph layer, sage (GraphSAGE) or gcn  [default: sage].")
+@click.option("--model", default=None, metavar="PATH",
+              help="With --predict only: the saved model to rank with "
+                   "(DATA/baseline/model-*.msgpack or its .json).")
 @click.option("--predict", "predict_data", default=None, type=click.Path(file_okay=False),
               help="Rank this dataset's configs with the saved --model PATH (no training).")
 @click.option("--out", "predictions_path", type=click.Path(dir_okay=False), default=None,
-              help="--predict: CSV path (+ .json metrics beside it) [default: "
-                   "PREDICT/baseline/predictions-<model>.csv].")
+              help="With --predict only: the predictions CSV (+ .json metrics beside it) "
+                   "[default: PREDICT/baseline/predictions-<model>.csv]; a training run's "
+                   "report goes to --report.")
 @click.option("--hidden", type=click.IntRange(min=4), default=64, show_default=True,
               help="Hidden width of every layer.")
 @click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True,
@@ -100,7 +103,8 @@ _COLUMNS = {
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
               help="JSON report path (+ .md beside it) [default: DATA/baseline/report.json].")
 @handle_errors
-def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data: str | None,
+def baseline(data: str, epochs: int, seed: int, layer: str | None, model: str | None,
+             predict_data: str | None,
              predictions_path: str | None, hidden: int, layers: int, loss: str,
              lr: float, configs_per_graph: int, batch_graphs: int, max_configs: int,
              lazy_configs: bool, gst: bool,
@@ -127,7 +131,7 @@ def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data:
 
     \b
     Examples:
-      tgt baseline data/ --epochs 30
+      tgt baseline data/ --epochs 30 --layer gcn
       tgt baseline data/ --gst --partition metis-64 --finetune-epochs 2
       tgt baseline tpugraphs/npz/layout/xla/default --prune --hidden 128
       tgt baseline --predict other/ --model data/baseline/model-layout-by-program.msgpack
@@ -136,13 +140,22 @@ def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data:
         if model is None or model in _LAYERS:
             raise click.UsageError("--predict needs --model PATH: a saved model, e.g. "
                                    "DATA/baseline/model-layout-by-program.msgpack")
+        if layer is not None:
+            raise click.UsageError("--layer chooses the layer of a model being trained; "
+                                   "--predict reads it from the saved --model")
         _predict(predict_data, model, collection, lazy_configs, predictions_path)
         return
-    if model is None:
-        model = "sage"
-    elif model not in _LAYERS:
-        raise click.BadParameter(f"{model!r} is not one of {', '.join(_LAYERS)} (a saved "
-                                 "model file is read with --predict DATA)", param_hint="--model")
+    if predictions_path is not None:
+        raise click.UsageError("--out names the predictions CSV of --predict; a training "
+                               "run writes its report to --report")
+    if model in _LAYERS and layer is None:  # the old spelling of --layer
+        terminal.warnings([f"--model {model} is deprecated and will be removed in the next "
+                           f"release; use --layer {model}"])
+        layer = model
+    elif model is not None:
+        raise click.UsageError(f"--model {model}: a saved model is read only with --predict "
+                               "DATA (to choose the graph layer of training, use --layer)")
+    model = layer or "sage"
     from tpugraphs_tools.baseline import (
         BaselineOptions,
         PrepareOptions,
@@ -173,6 +186,8 @@ def baseline(data: str, epochs: int, seed: int, model: str | None, predict_data:
     for name, section in report.collections.items():
         for evaluation in section.evaluations.values():
             terminal.print(results_table(name, evaluation))
+            for line in undefined_notes(evaluation):
+                terminal.note("–", line)
         if section.headroom:
             rooms = section.headroom.values()
             faster = sum(r["fastest"] < 1.0 for r in rooms)
@@ -209,14 +224,37 @@ def _predict(data: str, model: str, collection: str | None, lazy_configs: bool,
         terminal.print(table)
     for note in prediction.notes[:10]:
         terminal.note("note", note)
-    terminal.success(f"{sum(g.score.size for g in prediction.graphs)} configs of "
-                     f"{len(prediction.graphs)} graphs ranked: "
+    terminal.success(f"{plural(sum(g.score.size for g in prediction.graphs), 'config')} of "
+                     f"{plural(len(prediction.graphs), 'graph')} ranked: "
                      f"{' and '.join(str(p) for p in paths)}")
 
 
 def _fmt(value: float | None) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) \
         else f"{value:.3f}"
+
+
+def undefined_notes(evaluation: Evaluation) -> list[str]:
+    """Why a cell of the results table shows "–" (undefined), once per reason."""
+    from tpugraphs_tools.baseline import CEILING_MIN_PAIRS
+
+    notes = []
+    tied = sorted({method for methods in evaluation.results.values()
+                   for method, v in methods.items()
+                   if math.isnan(v.get("kendall_tau", math.nan))
+                   and not math.isnan(v.get("opa", math.nan))})
+    if tied:
+        notes.append(f"τ of {', '.join(tied)}: it scored each graph's held-out configs alike "
+                     "(a constant prediction, e.g. trees with too few rows to split), so τ is "
+                     "undefined and OPA counts every tie as wrong")
+    if any(math.isnan(v.get("kendall_tau_of_ceiling", math.nan))
+           and not math.isnan(v.get("kendall_tau", math.nan))
+           for methods in evaluation.results.values() for v in methods.values()):
+        notes.append(f"τ÷ceil: needs label CIs and at least {CEILING_MIN_PAIRS} config pairs "
+                     "under "
+                     "the noise ceiling in the split (held-out configs per graph × graphs); "
+                     "fewer make the ratio noise")
+    return notes
 
 
 def results_table(name: str, evaluation: Evaluation) -> Table:

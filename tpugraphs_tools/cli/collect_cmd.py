@@ -49,7 +49,8 @@ INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
         show_default=True, section=PROGRAM,
         help="Floating-point type of the program's parameters and inputs.")
 @option("--preset", default="base", show_default=True, section=PROGRAM,
-        help="Program size preset.")
+        help="Program size preset: tiny, small, base, large, ... as the program offers "
+             "(`tgt programs` lists each one's; another is an error naming them).")
 @option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
         section=PROGRAM, help="Forward pass or full training step.")
 @measure_options
@@ -61,10 +62,15 @@ INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
 @option("--retry-unmeasured", is_flag=True, section=RUN,
         help="Measure again the graphs stored without measured configs (default_failed), "
              "e.g. after fixing the backend; graphs a --timeout stopped are retried anyway.")
+@option("--keep-source-paths", is_flag=True, section=INPUT,
+        help="Store the HLO's source file names (stack frames, op metadata), source_path and "
+             "XLA_FLAGS paths as they are on this machine; by default they are made relative "
+             "(to site-packages, the current directory, ...) or cut to the file name.")
 @handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
             status_of: str | None, out: str | None, backend: str | None, executor: str,
-            address: str | None, retry_unmeasured: bool, **options: Any) -> None:
+            address: str | None, retry_unmeasured: bool, keep_source_paths: bool,
+            **options: Any) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
 
     Killed at any point, the same command resumes where it stopped. Exit status: 0 all
@@ -101,7 +107,9 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         items = [make_item(options, program=p) for p in programs]
         items += [make_item(options, hlo=h) for h in hlo_files]
         request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
-    summary = _run(replace(request, retry_unmeasured=retry_unmeasured), executor, address)
+    request = replace(request, retry_unmeasured=retry_unmeasured,
+                      keep_source_paths=keep_source_paths)
+    summary = _run(request, executor, address)
     _print_summary(summary)
     if summary.partial:
         from tpugraphs_tools.collect import EXIT_PARTIAL, RETRY_FLAG

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from tpugraphs_tools.cli._common import data_argument, handle_errors, split_options, terminal
+from tpugraphs_tools.cli._common import (
+    data_argument,
+    handle_errors,
+    plural,
+    split_options,
+    terminal,
+)
 
 
 @click.command("export")
@@ -40,4 +46,4 @@ def export(data: str, fmt: str, out: str, source: str | None, split_by: str, see
     for folder, count in result.counts().items():
         table.add_row(folder, str(count))
     terminal.print(table)
-    terminal.success(f"{len(result.files)} files → {out}")
+    terminal.success(f"{plural(len(result.files), 'file')} → {out}")

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
+from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, plural, terminal
 
 
 @click.command("import")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True),
-                metavar="TREE | --tuning-data FILE...")
+                metavar="TREE | FILE...")
 @click.option("--tuning-data", is_flag=True,
-              help="SOURCES are official raw tuning protos (tpu_graphs/proto/tuning.proto: "
+              help="FILE... are official raw tuning protos (tpu_graphs/proto/tuning.proto: "
                    "a ModuleTuningData or a TuningData each; a folder: its *.pb), not an npz "
                    "tree.")
 @click.option("--out", default=DEFAULT_DATA, show_default=True, type=click.Path(file_okay=False),
@@ -81,7 +81,7 @@ def import_(sources: tuple[str, ...], tuning_data: bool, out: str, backend: str 
     for folder, count in sorted(result.folders.items()):
         table.add_row(folder, str(count))
     terminal.print(table)
-    terminal.success(f"{result.graphs} graphs, {result.counts.describe()} → {out}")
+    terminal.success(f"{plural(result.graphs, 'graph')}, {result.counts.describe()} → {out}")
 
 
 def _import_tuning(files: tuple[str, ...], out: str, backend: str | None, jobs: int,
@@ -102,5 +102,5 @@ def _import_tuning(files: tuple[str, ...], out: str, backend: str | None, jobs: 
     for graph_id, (matched, total) in result.config_nodes.items():
         terminal.note("config nodes", f"{graph_id}: node_config_ids match config_index_to_node "
                                       f"({matched} of {total})")
-    terminal.success(f"{result.graphs} graphs, {result.counts.describe()}; {result.failed} "
-                     f"error rows → {out}")
+    terminal.success(f"{plural(result.graphs, 'graph')}, {result.counts.describe()}; "
+                     f"{plural(result.failed, 'error row')} → {out}")

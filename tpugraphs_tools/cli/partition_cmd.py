@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from tpugraphs_tools.cli._common import data_argument, handle_errors, terminal
+from tpugraphs_tools.cli._common import data_argument, handle_errors, plural, terminal
 from tpugraphs_tools.format import KINDS
 
 
@@ -56,4 +56,4 @@ def partition(data: str, segments: int | None, max_segment_nodes: int | None, me
                       str(row["edge_cut"]), f"{pct:.2f}", f"{row['balance']:.3f}",
                       f"{row['seconds']:.3f}")
     terminal.print(table)
-    terminal.success(f"{len(results)} graphs → partitions/{name}/ (table partitions)")
+    terminal.success(f"{plural(len(results), 'graph')} → partitions/{name}/ (table partitions)")

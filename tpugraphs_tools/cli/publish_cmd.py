@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import click
 
-from tpugraphs_tools.cli._common import data_argument, handle_errors, split_options, terminal
+from tpugraphs_tools.cli._common import (
+    data_argument,
+    handle_errors,
+    plural,
+    split_options,
+    terminal,
+)
 
 
 @click.command("publish")
@@ -49,4 +55,5 @@ def publish(data: str, out: str, name: str | None, license_: str, version: str, 
         table.add_row(split, str(count), *(str(n) for n in (
             (counts.configs, counts.labels, counts.control_rows) if counts else (0, 0, 0))))
     terminal.print(table)
-    terminal.success(f"{len(result.shards)} shards, README.md, croissant.json, SHA256SUMS → {out}")
+    terminal.success(f"{plural(len(result.shards), 'shard')}, README.md, croissant.json, "
+                     f"SHA256SUMS → {out}")

@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
+from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, plural, terminal
 from tpugraphs_tools.validate import CLASSES, Finding, Report
 
 
@@ -84,6 +84,7 @@ def _render(report: Report, examples: int, strict: bool) -> None:
             table.add_row(f"[{colour}]{check}[/]", str(len(items)), "\n".join(lines))
         terminal.print(table)
     verdict = "[red]FAIL[/]" if not report.ok(strict=strict) else "[yellow]OK (warnings)[/]"
-    terminal.print(f"{verdict}: {len(report.errors)} errors, {len(report.warnings)} warnings"
+    terminal.print(f"{verdict}: {plural(len(report.errors), 'error')}, "
+                   f"{plural(len(report.warnings), 'warning')}"
                    + (" (stopped early: --max-errors)" if report.truncated else ""),
                    highlight=False)

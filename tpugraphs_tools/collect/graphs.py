@@ -9,14 +9,22 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from tpugraphs_tools.collect.rows import ConfigRow, GraphRow, stored_row
 from tpugraphs_tools.features import Graph, featurize
 from tpugraphs_tools.format import LAYOUT, TILE, Kind, collection_of
-from tpugraphs_tools.hlo import HloSource, fingerprint, from_file, from_lowered, stored_hlo
+from tpugraphs_tools.hlo import (
+    HloSource,
+    fingerprint,
+    from_file,
+    from_lowered,
+    portable_graph_row,
+    portable_stored_hlo,
+    stored_hlo,
+)
 from tpugraphs_tools.store import Dataset, jax_versions, make_graph_id
 
 
@@ -29,6 +37,7 @@ class CollectedGraph:
     graph: Graph
     row: GraphRow
     config_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    keep_source_paths: bool = False  # store this machine's paths (hlo/paths.py; opt-in)
 
     @property
     def graph_id(self) -> str:
@@ -108,10 +117,18 @@ def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
     with dataset.transaction() as tx:
         for item in collected:
             hlo, suffix = stored_hlo(item.source)
-            tx.put_graph(item.row, item.arrays(), hlo=hlo, hlo_suffix=suffix)
+            row = item.row
+            if not item.keep_source_paths:
+                hlo, row = portable_stored_hlo(hlo, suffix), portable_row(row)
+            tx.put_graph(row, item.arrays(), hlo=hlo, hlo_suffix=suffix)
             tx.add_device(item.row["backend"], item.row["device_kind"] or "")
             rows = configs.get(item.graph_id, [])
             tx.put_configs(item.graph_id, [stored_row(r) for r in rows])
+
+
+def portable_row(row: GraphRow) -> GraphRow:
+    """A graph row without this machine's directories (hlo/paths.py)."""
+    return cast(GraphRow, portable_graph_row(row))
 
 
 def collect_hlo_file(path: str, *, collection: str = "layout",

@@ -1,22 +1,23 @@
 """Collect plans: a whole dataset as one reproducible file (YAML or JSON).
 
     out: data/
-    defaults: {configs: 20, strategy: default, seed: 0, repeats: 10}
+    defaults: {configs: 20, strategy: default, seed: 0, fixed_rounds: 10}
     items:
-      - {program: resnet50, batch: 1, image_size: 112, configs: 100}
+      - {program: resnet50, batch_size: 1, image_size: 112, configs: 100}
       - {program: transformer, preset: small}
       - {hlo: dumps/module_0001.jit_f.before_optimizations.txt}
 
-Every item takes program arguments (batch, image_size, seq_len, dtype, preset, mode),
+Every item takes program arguments (batch_size, image_size, seq_len, dtype, preset, mode),
 ``collection`` (layout | tile) and the measurement options of
 :class:`~tpugraphs_tools.measure.options.MeasureOptions` under their field names (the same
-names as the ``tgt collect`` flags; where a flag was renamed, e.g. ``--loaded-copies``, both
-``copies`` and ``loaded_copies`` work); ``defaults`` applies to all items, an item's own keys
-win.
+names as the ``tgt collect`` flags; where a flag was renamed, e.g. ``--loaded-copies``, the
+old field name ``copies`` still works beside ``loaded_copies``, but errors list the flag
+spelling); ``defaults`` applies to all items, an item's own keys win.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,8 @@ PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *MEASURE_KEYS}
 # Keys spelled like a renamed ``tgt collect`` flag -> the key they stand for (both work).
 KEY_ALIASES = {"batch_size": "batch", **OPTION_KEY_ALIASES}
+# the key a user is shown for each field: the flag's spelling where the flag was renamed
+SHOWN = {field: key for key, field in KEY_ALIASES.items()}
 
 
 def make_item(values: Mapping[str, Any], *, program: str | None = None, hlo: str | None = None,
@@ -115,4 +118,8 @@ def _check_keys(mapping: dict[str, Any], where: str, allow_source: bool) -> None
     allowed = ITEM_KEYS if allow_source else ITEM_KEYS - {"program", "hlo"}
     unknown = set(mapping) - allowed
     if unknown:
-        raise PlanError(f"{where}: unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})")
+        shown = sorted(SHOWN.get(k, k) for k in allowed)
+        near = [m for k in sorted(unknown) for m in difflib.get_close_matches(k, shown, 1)]
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise PlanError(f"{where}: unknown keys {sorted(unknown)}{hint} "
+                        f"(allowed: {', '.join(shown)})")

@@ -73,6 +73,7 @@ class CollectRequest:
     out: str = "data/"
     backend: str | None = None
     retry_unmeasured: bool = False  # measure again graphs stored unmeasured (failures.py)
+    keep_source_paths: bool = False  # store this machine's paths in HLO and rows (opt-in)
 
 
 def resolve_args(name: str, requested: Any) -> Any:
@@ -85,15 +86,19 @@ def resolve_args(name: str, requested: Any) -> Any:
 
 
 def build_graph(item: CollectItem, backend: str | None,
-                stage: Callable[[Stage], None] = lambda _s: None) -> CollectedGraph:
+                stage: Callable[[Stage], None] = lambda _s: None,
+                keep_source_paths: bool = False) -> CollectedGraph:
     """Lower/read and featurize one item (cheap and deterministic: done again on resume)."""
     if item.hlo is not None:
         stage("featurizing")
-        return collect_hlo_file(item.hlo, backend=backend)
-    args = resolve_args(item.program_name, item.program_args)
-    _, src = lower_program(item.program_name, args)
-    stage("featurizing")
-    return collect_source(src, program=src.origin, program_args=args.as_dict(), backend=backend)
+        collected = collect_hlo_file(item.hlo, backend=backend)
+    else:
+        args = resolve_args(item.program_name, item.program_args)
+        _, src = lower_program(item.program_name, args)
+        stage("featurizing")
+        collected = collect_source(src, program=src.origin, program_args=args.as_dict(),
+                                   backend=backend)
+    return replace(collected, keep_source_paths=keep_source_paths)
 
 
 def committed_rows(dataset: Dataset, graph_id: str, header: JournalHeader
@@ -207,10 +212,10 @@ def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummar
         tracker.begin(index, item.label)
         if item.collection == Kind.TILE:
             collect_tiles(dataset, item, tile_sources(item, request.backend),
-                          request.backend, summary, tracker)
+                          request.backend, summary, tracker, request.keep_source_paths)
             tracker.end()
             continue
-        collected = build_graph(item, request.backend, tracker.stage)
+        collected = build_graph(item, request.backend, tracker.stage, request.keep_source_paths)
         work = start_graph(dataset, collected, item.options, summary, request.retry_unmeasured)
         if work is None:
             tracker.end()

@@ -83,8 +83,9 @@ class DatasetStore:
     kernel, a commit per kernel, the program record for kernels not stored."""
 
     def __init__(self, dataset: Dataset, path: Path, record: ProgramRecord,
-                 committed: set[str]) -> None:
+                 committed: set[str], keep_source_paths: bool = False) -> None:
         self.dataset = dataset
+        self.keep_source_paths = keep_source_paths  # store this machine's paths (opt-in)
         self.path = path
         self.record = record
         self.committed = committed
@@ -115,6 +116,7 @@ class DatasetStore:
         self.journal(graph_id).append(row)
 
     def store(self, graph: CollectedGraph, rows: list[ConfigRow]) -> None:
+        graph = replace(graph, keep_source_paths=self.keep_source_paths)
         write_graphs(self.dataset, [graph], configs={graph.graph_id: rows})
         self.committed.add(graph.graph_id)
         self.journal(graph.graph_id).remove()
@@ -145,7 +147,8 @@ Sources = tuple[HloSource, Callable[[], HloSource], str, dict[str, Any]]
 
 
 def collect_tiles(dataset: Dataset, item: Any, sources: Sources, backend: str | None,
-                  summary: CollectSummary, tracker: ProgressTracker) -> None:
+                  summary: CollectSummary, tracker: ProgressTracker,
+                  keep_source_paths: bool = False) -> None:
     """Every kernel of one program's optimized module, each committed when done (a rerun
     passes over a program with kernels in the dataset and no record left in .tgt-work/).
     ``sources``: the item's (un-optimized module, optimized on demand, program, args)."""
@@ -186,7 +189,7 @@ def collect_tiles(dataset: Dataset, item: Any, sources: Sources, backend: str | 
                               for g, k in zip(ids, extraction.kernels, strict=True)]}
         _write_program(path, record)
     store = DatasetStore(dataset, path, record, set(done["graph_id"].to_list())
-                         if done.height else set())
+                         if done.height else set(), keep_source_paths)
     per_kernel = opts.configs_per_kernel
     result = measure_kernels(
         optimized, extraction.kernels, space, opts, store, program=program,

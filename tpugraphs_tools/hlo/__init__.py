@@ -5,6 +5,14 @@
 
 from tpugraphs_tools.hlo import attributes
 from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
+from tpugraphs_tools.hlo.paths import (
+    absolute_paths,
+    portable_graph_row,
+    portable_path,
+    portable_stored_hlo,
+    portable_text,
+    stored_source_files,
+)
 from tpugraphs_tools.hlo.proto import proto_to_text
 from tpugraphs_tools.hlo.sources import (
     HloSource,
@@ -23,8 +31,9 @@ from tpugraphs_tools.hlo.text import (
 )
 
 __all__ = [
-    "Computation", "HloSource", "Instruction", "Module", "Shape", "attributes",
+    "Computation", "HloSource", "Instruction", "Module", "Shape", "absolute_paths", "attributes",
     "computation_header", "fingerprint", "from_compiled", "from_file", "from_lowered",
-    "match_close", "parse_hlo_text", "parse_shape", "proto_to_text", "split_top_level",
-    "stored_hlo",
+    "match_close", "parse_hlo_text", "parse_shape", "portable_graph_row",
+    "portable_path", "portable_stored_hlo",
+    "portable_text", "proto_to_text", "split_top_level", "stored_hlo", "stored_source_files",
 ]

@@ -19,6 +19,7 @@ import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import DEFAULT_RATIOS, SPLITS, assign_splits
+from tpugraphs_tools.hlo import portable_graph_row
 from tpugraphs_tools.publish._card import card_text
 from tpugraphs_tools.publish._croissant import croissant
 from tpugraphs_tools.publish._info import TABLES, PublishInfo, provenance
@@ -79,12 +80,21 @@ def _name_warnings(name: str) -> list[str]:
             "pass another --name"]
 
 
+def portable_graphs(graphs: pl.DataFrame) -> pl.DataFrame:
+    """The graphs table with the collecting machine's directories cut from its path columns:
+    a dataset collected with ``--keep-source-paths`` is published without them."""
+    if graphs.is_empty():
+        return graphs
+    return pl.DataFrame([portable_graph_row(r) for r in graphs.iter_rows(named=True)],
+                        schema=graphs.schema)
+
+
 def write_tables(dataset: Dataset, stage: Path, name: str, splits: dict[str, str],
                  max_shard_bytes: int, progress: Callable[[int, int], None]
                  ) -> tuple[list[Shard], list[str], dict[str, ConfigCounts]]:
     """Stream every graph and its configs into the shards of its split; the config counts
     per split come back with the shards."""
-    graphs = dataset.graphs()
+    graphs = portable_graphs(dataset.graphs())
     warnings: list[str] = []
     shards: list[Shard] = []
     counts: dict[str, ConfigCounts] = {}
@@ -130,7 +140,7 @@ def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = Non
     data = Path(data)
     check_separate(data, out)
     dataset = Dataset.open(data)
-    graphs = dataset.graphs()
+    graphs = portable_graphs(dataset.graphs())  # never this machine's paths (hlo/paths.py)
     if graphs.is_empty():
         raise DatasetError(f"{data}: graphs.parquet has no graphs to publish")
     name = dataset_name(name, data)

@@ -95,6 +95,9 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.npz_missing", ERROR, "graph row points at an npz that does not exist"),
     ("dataset.hlo_missing", ERROR, "graph row points at an HLO file that does not exist"),
     ("dataset.npz_orphan", WARNING, "npz under graphs/ that no graph row references"),
+    ("dataset.absolute_path", WARNING, "a stored HLO file or graph row holds an absolute path "
+                                       "of the collecting machine (tgt collect "
+                                       "--keep-source-paths)"),
     ("dataset.partition_invalid", ERROR, "a partitions.parquet row whose file is missing, or "
                                          "whose node_segment is not int32 [num_nodes] with ids "
                                          "in 0..num_segments-1"),

@@ -79,6 +79,9 @@ class GraphFiles:
         if hlo and not (root / hlo).is_file() and hlo not in listed:
             pre.emit("dataset.hlo_missing", f"graph {row.get('graph_id')!r} has no HLO file "
                      f"{hlo}", graphs_rel, key="hlo_file", index=index)
+        elif hlo:
+            _absolute_in_hlo(root, hlo, pre)
+        _absolute_in_row(row, graphs_rel, index, pre)
         rel = row.get("npz_file")
         if rel:
             self.referenced.add(rel)
@@ -132,3 +135,29 @@ class GraphFiles:
                     and rel not in self.referenced and (self.root / rel).is_file()):
                 self.report.emit("dataset.npz_orphan", "npz that no graphs.parquet row "
                                  "references", rel)
+
+
+def _absolute_in_hlo(root: Path, rel: str, report: Report) -> None:
+    """Warn about source file names in a stored HLO file that are absolute paths."""
+    from tpugraphs_tools.hlo import stored_source_files
+
+    try:
+        names = stored_source_files((root / rel).read_bytes(), rel)
+    except Exception:  # unreadable (protobuf DecodeError, ...): other checks say so
+        return
+    found = sorted({n for n in names if n.startswith("/")})
+    if found:
+        report.emit("dataset.absolute_path", f"{len(found)} absolute source file name(s), "
+                    f"e.g. {found[0]}", rel)
+
+
+def _absolute_in_row(row: dict[str, Any], rel: str, index: int, report: Report) -> None:
+    """Warn about a graph row's columns that hold absolute paths."""
+    from tpugraphs_tools.hlo import absolute_paths
+
+    for column in ("source_path", "program_args", "xla_flags"):
+        value = row.get(column)
+        found = absolute_paths(value) if isinstance(value, str) else []
+        if found:
+            report.emit("dataset.absolute_path", f"{column} holds {found[0]}", rel,
+                        key=column, index=index)

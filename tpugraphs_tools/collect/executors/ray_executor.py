@@ -173,9 +173,11 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
         for item in request.items:
             if item.collection == Kind.TILE:
                 progress(f"{item.label}: tile kernels, measured by this driver's workers")
-                _collect_tiles_here(dataset, item, request.backend, summary)
+                _collect_tiles_here(dataset, item, request.backend, summary,
+                                    request.keep_source_paths)
                 continue
-            collected = build_graph(item, request.backend)
+            collected = build_graph(item, request.backend,
+                                    keep_source_paths=request.keep_source_paths)
             work = start_graph(dataset, collected, item.options, summary,
                                request.retry_unmeasured)
             if work is None:
@@ -229,12 +231,13 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
 
 
 def _collect_tiles_here(dataset: Dataset, item: CollectItem, backend: str | None,
-                        summary: CollectSummary) -> None:
+                        summary: CollectSummary, keep_source_paths: bool = False) -> None:
     """A tile item runs on the driver, journaled and committed kernel by kernel as a local
     run does (its kernels are small: one task each would mostly pay for its own start)."""
     tracker = ProgressTracker(lambda _event: None, [None])
     tracker.begin(0, item.label)
-    collect_tiles(dataset, item, tile_sources(item, backend), backend, summary, tracker)
+    collect_tiles(dataset, item, tile_sources(item, backend), backend, summary, tracker,
+                  keep_source_paths)
 
 
 def _commit(dataset: Dataset, state: _Graph, summary: CollectSummary) -> None:
