@@ -11,6 +11,7 @@ the op_name of the value they copy. For each constrained slot the evidence is:
   the requested layout reads it, in whatever layout it really has);
 - *producer*: a non-fusion instruction tagged with the value's producer, of the tensor's
   element type and dims: the value itself or a copy of it (the copy into the requested layout);
+  a tagged broadcast's operand too, when XLA folded the value's own broadcast into it;
 - *same value*: an input constraint that reads another constraint (the operand's output is
   constrained too) holds the same value: one's evidence in a layout of the same memory order
   counts for the other.
