@@ -85,3 +85,18 @@ def test_a_top_level_copy_for_another_user_is_not_evidence():
         _slot("split.18", "output", "slice", [8, 256, 64], [2, 0, 1],
               "tgt.constraint:split.18", "tgt.source:split.18")])
     assert record["honoured"] is None  # the [8,256,64] bitcast splits a dim: not this tensor
+
+
+def test_a_value_read_with_merged_or_split_dims_is_located():
+    """The heads' output [1, q, heads * d] is the GEMM's [q, heads, d] write (heads and d
+    merged) and the split-K projection's [q, 4, 128] read (the 512 split): both bitcasts of it."""
+    module = parse_hlo_text(_tagged({"transpose.54": "tgt.source:reshape.39",
+                                     "bitcast.317.0": "tgt.source:reshape.39"}))
+    (record,) = check_slots(module, [
+        _slot("reshape.39", "output", "reshape", [1, 256, 512], [2, 1, 0],
+              "tgt.constraint:reshape.39", "tgt.source:reshape.39")])
+    assert record["honoured"] is True and record["found"] == [[2, 1, 0]]
+    (record,) = check_slots(module, [  # 512 cannot be 64 x 8 of a [256, 8, 64] in this order
+        _slot("reshape.39", "output", "reshape", [1, 256, 64, 8], [3, 2, 1, 0],
+              "tgt.constraint:reshape.39", "tgt.source:reshape.39")])
+    assert record["honoured"] is None

@@ -11,6 +11,7 @@ the op_name of the value they copy. For each constrained slot the evidence is:
   the requested layout reads it, in whatever layout it really has);
 - *producer*: a non-fusion instruction tagged with the value's producer, of the tensor's
   element type and dims: the value itself or a copy of it (the copy into the requested layout);
+  a tagged broadcast's operand too, when XLA folded the value's own broadcast into it;
 - *same value*: an input constraint that reads another constraint (the operand's output is
   constrained too) holds the same value: one's evidence in a layout of the same memory order
   counts for the other.
@@ -83,19 +84,53 @@ def op_name(inst: Instruction) -> str | None:
 def _layout(shape: Shape | None, slot: ConstraintSlot) -> tuple[int, ...] | None:
     """The layout of ``shape`` in the slot's dim numbering, if it holds a tensor of the slot's
     type and dims; dims of size 1 may differ (XLA:GPU drops or adds them with bitcasts), since
-    they do not change the memory order (configs.physical_order ignores them)."""
+    they do not change the memory order (configs.physical_order ignores them), and so may a
+    bitcast's split or merged dims (:func:`_regrouped`)."""
     if (shape is None or shape.is_tuple or shape.element_type != slot["element_type"]
             or shape.minor_to_major is None):
         return None
     if list(shape.dims) == slot["dims"]:
         return tuple(shape.minor_to_major)
-    own = [i for i, d in enumerate(shape.dims) if d != 1]
-    want = [i for i, d in enumerate(slot["dims"]) if d != 1]
-    if [shape.dims[i] for i in own] != [slot["dims"][i] for i in want]:
+    order = _regrouped(shape, slot["dims"])
+    if order is None:
         return None
-    to_slot = dict(zip(own, want, strict=True))
-    order = [to_slot[d] for d in shape.minor_to_major if d in to_slot]
     return (*order, *(i for i, d in enumerate(slot["dims"]) if d == 1))
+
+
+def _regrouped(shape: Shape, dims: list[int]) -> list[int] | None:
+    """The dims (size > 1) of ``dims`` in memory order, minor first, read from ``shape``, a
+    bitcast of that tensor: the same dims, or some of them split or merged (XLA:GPU splits the
+    contracting dim of a split-K GEMM, [256, 512] read as [256, 4, 128], and merges heads and
+    head dims, [256, 8, 64] written as [256, 512]). A split dim's parts must lie together in
+    memory, row-major, else ``shape`` is not a view of that tensor; None then."""
+    own = [i for i, d in enumerate(shape.dims) if d != 1]
+    want = [i for i, d in enumerate(dims) if d != 1]
+    groups: list[tuple[list[int], list[int]]] = []  # shape dims <-> the dims they hold
+    a = b = 0
+    while a < len(own) and b < len(want):
+        held, wanted = [own[a]], [want[b]]
+        size, target = shape.dims[own[a]], dims[want[b]]
+        a, b = a + 1, b + 1
+        while size != target:
+            if size < target and a < len(own):
+                held.append(own[a])
+                size, a = size * shape.dims[own[a]], a + 1
+            elif target < size and b < len(want):
+                wanted.append(want[b])
+                target, b = target * dims[want[b]], b + 1
+            else:
+                return None
+        if len(held) > 1 and len(wanted) > 1:
+            return None  # a reshape that is not a split or a merge
+        groups.append((held, wanted))
+    if a != len(own) or b != len(want):
+        return None
+    rank = {d: r for r, d in enumerate(d for d in shape.minor_to_major or () if d in own)}
+    for held, _ in groups:  # parts of a split dim: adjacent, the last one minor
+        if [rank[d] for d in held] != list(range(rank[held[0]], rank[held[-1]] - 1, -1)):
+            return None
+    groups.sort(key=lambda group: rank[group[0][-1]])
+    return [d for _, wanted in groups for d in reversed(wanted)]
 
 
 # Ops that hand a value on unchanged (maybe re-laid out or re-shaped): a constrained value is
@@ -265,6 +300,8 @@ def _evidence(optimized: Module, slots: list[ConstraintSlot]
         for tag in slot["value_tags"]:                   # the producer and copies of it
             for comp, inst in tagged.get(tag, []):
                 seen |= layouts(fusions.value_holders(comp, inst), slot)
+                if inst.opcode == "broadcast":           # a broadcast merged into this one
+                    seen |= layouts(fusions.operand_holders(comp, inst), slot)
         node: set[tuple[int, ...]] = set()
         index = SLOT_NAMES.index(slot["slot"]) - 1       # operand index; -1 is the output
         for comp, inst in tagged.get(slot["node_tag"], []):
@@ -272,11 +309,27 @@ def _evidence(optimized: Module, slots: list[ConstraintSlot]
                 continue
             if index < 0:
                 node |= layouts(fusions.value_holders(comp, inst), slot)
-            elif index < len(inst.operands):
-                node |= layouts(fusions.operand_holders(comp, inst, index), slot)
+            else:
+                node |= _operand_layouts(fusions, comp, inst, index, slot)
         seen |= node
         nodes.append(node)
     return values, nodes
+
+
+def _operand_layouts(fusions: _Fusions, comp: Computation, inst: Instruction, index: int,
+                     slot: ConstraintSlot) -> set[tuple[int, ...]]:
+    """Layouts of the node's operand ``index``; when that operand does not hold the slot's
+    tensor, those of the one other operand that does: XLA:GPU swaps a GEMM's operands to
+    write its output in the order it wants (a weight read as the left operand)."""
+    def held(i: int) -> set[tuple[int, ...]]:
+        return {lay for s in fusions.operand_holders(comp, inst, i)
+                if (lay := _layout(s, slot)) is not None}
+
+    own = held(index) if index < len(inst.operands) else set()
+    if own:
+        return own
+    others = [found for i in range(len(inst.operands)) if i != index and (found := held(i))]
+    return others[0] if len(others) == 1 else set()
 
 
 def check_slots(optimized: Module, slots: list[ConstraintSlot]) -> list[SlotCheck]:
