@@ -56,10 +56,13 @@ INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
         section=RUN, help="Run items in this process or on a Ray cluster.")
 @option("--address", default=None, section=RUN,
         help="Ray cluster address (with --executor ray).")
+@option("--verbose", is_flag=True, default=False, section=RUN,
+        help="Show the worker processes' raw output (XLA's own logging included) here "
+             "instead of writing it to <out>/.tgt-logs/collect.log.")
 @handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
             status_of: str | None, out: str | None, backend: str | None, executor: str,
-            address: str | None, **options: Any) -> None:
+            address: str | None, verbose: bool, **options: Any) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
 
     Killed at any point, the same command resumes where it stopped. Exit status: 0 all
@@ -93,6 +96,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         items = [make_item(options, program=p) for p in programs]
         items += [make_item(options, hlo=h) for h in hlo_files]
         request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
+    request.verbose = verbose
     summary = _run(request, executor, address)
     _print_summary(summary)
     if summary.partial:
@@ -137,6 +141,13 @@ def _print_summary(summary: Any) -> None:
         _print_config_summary({g: s.to_json() for g, s in summary.configs.items()})
     for label, tiles in summary.tiles.items():
         _print_tile_summary(label, tiles.to_json())
+    if summary.failures:
+        failures = Table(title="failures by reason (whole output: <out>/.tgt-logs/collect.log)")
+        failures.add_column("configs", justify="right")
+        failures.add_column("reason", overflow="fold")
+        for reason, n in summary.failures.most_common():
+            failures.add_row(str(n), reason)
+        terminal.print(failures)
     _print_rate(summary)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from tpugraphs_tools.measure import reason_of
 from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
 
@@ -60,6 +61,8 @@ class ReportStats:
     pairs: int = 0
     pairs_separated: int = 0
     labels: list[GraphLabels] = field(default_factory=list)   # per graph: headroom, ceiling
+    # "status: first line that says why" -> failed config rows, most frequent first
+    failures: dict[str, int] = field(default_factory=dict)
 
     def label_summary(self) -> str | None:
         """One line: graphs where a config beats the default, and the pooled noise ceiling."""
@@ -78,7 +81,7 @@ class ReportStats:
 
 Batches = Callable[[], Iterable[pl.DataFrame]]  # the configs table, re-readable
 COLUMNS = ("graph_id", "status", "is_default", "relative_to_default", "relative_ci_low",
-           "relative_ci_high")
+           "relative_ci_high", "error_message")
 _HALF = (pl.col("relative_ci_high") - pl.col("relative_ci_low")) / 2
 _NOT_DEFAULT = ~pl.col("is_default").fill_null(False)
 _MEASURED = (pl.col("status") == "ok") & _NOT_DEFAULT & (pl.col("relative_to_default") > 0)
@@ -128,6 +131,7 @@ class _Tally:
         self.per_graph: Counter[tuple[str, str]] = Counter()  # (graph, "n" | "ok")
         self.labels: list[GraphLabels] = []
         self.quantiles = Quantiles()
+        self.failures: Counter[str] = Counter()
 
     def with_program(self, batch: pl.DataFrame) -> pl.DataFrame:
         return batch.select([c for c in COLUMNS if c in batch.columns]).with_columns(
@@ -138,6 +142,11 @@ class _Tally:
         batch = self.with_program(batch)
         for status, n in batch.group_by("status").len().iter_rows():
             self.statuses[status] += n
+        if "error_message" in batch.columns:
+            failed = batch.filter(pl.col("status").is_in(ERROR_STATUSES))
+            for status, message, n in failed.group_by("status", "error_message").len() \
+                    .iter_rows():
+                self.failures[reason_of(status, message)] += n
         for group, values in _values(batch):
             self.quantiles.add(group, values)
         for program, pairs in _separation(batch).items():
@@ -216,6 +225,7 @@ def compute_stats(graphs: pl.DataFrame,
         pairs=sum(p.pairs for p in per_program),
         pairs_separated=sum(p.pairs_separated for p in per_program),
         labels=sorted(tally.labels, key=lambda g: g.graph_id),
+        failures=dict(tally.failures.most_common()),
     )
 
 
