@@ -53,7 +53,14 @@ def main() -> None:
     parser.add_argument("--save", type=Path, default=None, help="keep the datasets here")
     parser.add_argument("--write", action="store_true", help="into docs/benchmarks.md")
     args = parser.parse_args()
-    scratch = args.save or Path(tempfile.mkdtemp(prefix="tile-rerun-"))
+    if args.save is not None:
+        run(args, args.save)
+        return
+    with tempfile.TemporaryDirectory(prefix="tile-rerun-") as scratch:
+        run(args, Path(scratch))
+
+
+def run(args: argparse.Namespace, scratch: Path) -> None:
     lines = ["| pair | pairs | claimed | kept | kept % | claimed % | A/A holds 1 | wall s |",
              "|---|---|---|---|---|---|---|---|"]
     total = {"pairs": 0, "claimed": 0, "kept": 0, "held": 0, "controls": 0}
