@@ -26,7 +26,7 @@ from pathlib import Path
 from _doc import record
 from _label_claims import claimed_pairs, controls
 
-from tpugraphs_tools.store import Dataset
+from tpugraphs_tools.store import MANIFEST, Dataset
 
 TITLE = "Tile labels: claimed orders kept in a rerun"
 
@@ -41,6 +41,8 @@ def collect(out: Path, configs: int, max_kernels: int | None, seed: int) -> tupl
     start = time.monotonic()
     subprocess.run(command, check=True, capture_output=True)
     seconds = time.monotonic() - start
+    if not (out / MANIFEST).exists():  # no kernel had two distinct configs: nothing stored
+        return [], seconds
     return Dataset.open(out).configs().to_dicts(), seconds
 
 
