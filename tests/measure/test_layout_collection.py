@@ -88,7 +88,11 @@ def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source, mo
     src = convnet_source
     _, configs = _explicit_configs(src.module)
     _inject(monkeypatch, {1: "hang", 2: "raise"})
-    opts = MeasureOptions(configs=3, warmup=0, timeout=15, min_sample_ms=1, max_rounds=8)
+    # Robust under load: the timeout is what turns the hang into a row, and it also bounds the
+    # default's compile and the control batch's loading, so those are kept light (one
+    # process, two copies) and the timeout long enough for a busy host.
+    opts = MeasureOptions(configs=3, warmup=0, timeout=30, min_sample_ms=1, max_rounds=8,
+                          measure_processes=1, copies=2)
     result = collect_layout_configs(src.text, src.module, opts,
                                     configs=[configs[0], configs[2], configs[5]])
     # Nothing reached timing: a control-only batch still measures the default in a window.

@@ -66,11 +66,14 @@ INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
         help="Store the HLO's source file names (stack frames, op metadata), source_path and "
              "XLA_FLAGS paths as they are on this machine; by default they are made relative "
              "(to site-packages, the current directory, ...) or cut to the file name.")
+@option("--verbose", is_flag=True, default=False, section=RUN,
+        help="Show the worker processes' raw output (XLA's own logging included) here "
+             "instead of writing it to <out>/.tgt-logs/collect.log.")
 @handle_errors
 def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | None,
             status_of: str | None, out: str | None, backend: str | None, executor: str,
             address: str | None, retry_unmeasured: bool, keep_source_paths: bool,
-            **options: Any) -> None:
+            verbose: bool, **options: Any) -> None:
     """Lower programs / read HLO, featurize like TpuGraphs, measure layout configs, store.
 
     Killed at any point, the same command resumes where it stopped. Exit status: 0 all
@@ -108,7 +111,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         items += [make_item(options, hlo=h) for h in hlo_files]
         request = CollectRequest(items=items, out=out or DEFAULT_DATA, backend=backend)
     request = replace(request, retry_unmeasured=retry_unmeasured,
-                      keep_source_paths=keep_source_paths)
+                      keep_source_paths=keep_source_paths, verbose=verbose)
     summary = _run(request, executor, address)
     _print_summary(summary)
     if summary.partial:
@@ -160,6 +163,13 @@ def _print_summary(summary: Any) -> None:
         graphs = len(summary.configs) + sum(t.kernels for t in summary.tiles.values())
         terminal.print(f"stored for {graphs} graph{'' if graphs == 1 else 's'}: "
                        f"{summary.counts.describe()}", highlight=False)
+    if summary.failures:
+        failures = Table(title="failures by reason (whole output: <out>/.tgt-logs/collect.log)")
+        failures.add_column("configs", justify="right")
+        failures.add_column("reason", overflow="fold")
+        for reason, n in summary.failures.most_common():
+            failures.add_row(str(n), reason)
+        terminal.print(failures)
     _print_rate(summary)
 
 

@@ -25,6 +25,7 @@ from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.errors import DefaultTimeoutError
 from tpugraphs_tools.hlo import Module
 from tpugraphs_tools.measure import Status
+from tpugraphs_tools.store import LOG_DIR
 
 if TYPE_CHECKING:
     from tpugraphs_tools.collect.graphs import CollectedGraph
@@ -114,7 +115,9 @@ def layout_config_json(module: Module, count: int, strategy: str, seed: int
 
 
 def _holds_files(root: Path) -> bool:
-    return any(p.is_file() or p.is_symlink() for p in root.rglob("*"))
+    """Data or journals (a run's own log alone does not keep a folder it created)."""
+    return any((p.is_file() or p.is_symlink()) and LOG_DIR not in p.relative_to(root).parts
+               for p in root.rglob("*"))
 
 
 @contextlib.contextmanager
@@ -152,4 +155,5 @@ def store_unmeasured(dataset: Dataset, collected: CollectedGraph, layout: Measur
     write_graphs(dataset, [collected], configs={collected.graph_id: rows})
     journal.remove()
     summary.unmeasured[collected.graph_id] = reason
+    summary.failures[f"{DEFAULT_FAILED}: {reason}"] += len(rows)
     summary.graphs.append(collected.row)

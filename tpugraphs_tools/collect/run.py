@@ -31,13 +31,19 @@ from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
 from tpugraphs_tools.collect.progress import ProgressEvent, ProgressTracker, Stage
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
-from tpugraphs_tools.collect.summary import CollectSummary
+from tpugraphs_tools.collect.summary import CollectSummary, failure_counts
 from tpugraphs_tools.collect.tile_resume import collect_tiles
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import HloSource, from_compiled, from_file
-from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError, compile_hlo_source
-from tpugraphs_tools.store import Dataset
+from tpugraphs_tools.measure import (
+    OK,
+    MeasureOptions,
+    WorkerError,
+    compile_hlo_source,
+    log_workers_to,
+)
+from tpugraphs_tools.store import LOG_DIR, Dataset
 
 Progress = Callable[[ProgressEvent], None]
 
@@ -74,6 +80,14 @@ class CollectRequest:
     backend: str | None = None
     retry_unmeasured: bool = False  # measure again graphs stored unmeasured (failures.py)
     keep_source_paths: bool = False  # store this machine's paths in HLO and rows (opt-in)
+    # False: worker output (XLA's logging included) goes to <out>/.tgt-logs/collect.log;
+    # True: to this process's stdout/stderr, raw (``tgt collect --verbose``).
+    verbose: bool = False
+
+
+def log_folder(request: CollectRequest) -> Path | None:
+    """Where the request's worker output goes (None: the terminal)."""
+    return None if request.verbose else Path(request.out) / LOG_DIR
 
 
 def resolve_args(name: str, requested: Any) -> Any:
@@ -178,6 +192,7 @@ def commit_graph(dataset: Dataset, collected: CollectedGraph, result: LayoutResu
         **collected.row, "num_configs": int(result.arrays["config_runtime"].shape[0])})
     write_graphs(dataset, [collected], configs={collected.graph_id: result.rows})
     journal.remove()
+    summary.failures.update(failure_counts(result.rows))
     reason = unmeasured_reason(result.rows)
     if reason is not None:  # every row default_failed (a Ray chunk that could not run)
         summary.unmeasured[collected.graph_id] = reason
@@ -198,7 +213,7 @@ def collect(request: CollectRequest, progress: Progress = lambda _event: None
     """Collect ``request`` into its dataset; ``progress`` sees a :class:`ProgressEvent` at
     every stage and config result (collect/progress.py)."""
     started = time.monotonic()
-    with no_empty_out(request.out):
+    with no_empty_out(request.out), log_workers_to(log_folder(request)):
         summary = _collect(request, ProgressTracker(progress, [_planned(i) for i in
                                                                request.items]))
     summary.wall_seconds = time.monotonic() - started

@@ -6,12 +6,23 @@ they have always used).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tpugraphs_tools.collect.rows import GraphRow
-from tpugraphs_tools.measure import Status, StopReason
+from tpugraphs_tools.measure import Status, StopReason, reason_of
 from tpugraphs_tools.store import ConfigCounts, total_counts
+
+FAILED = frozenset({Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH,
+                    Status.WRONG_RESULT, Status.DEFAULT_FAILED})
+
+
+def failure_counts(rows: Iterable[Mapping[str, Any]]) -> Counter[str]:
+    """Failed config rows by reason: status and the first line of the message that says why."""
+    return Counter(reason_of(r["status"], r.get("error_message")) for r in rows
+                   if r["status"] in FAILED)
 
 
 @dataclass(frozen=True)
@@ -122,6 +133,8 @@ class CollectSummary:
     unmeasured: dict[str, str] = field(default_factory=dict)
     # item or graph id -> one line saying what this run took over from an interrupted one
     resumed: dict[str, str] = field(default_factory=dict)
+    # "status: first line that says why" -> failed config rows committed in this run
+    failures: Counter[str] = field(default_factory=Counter)
     labels: int = 0              # ok labels measured in this run (resumed rows not counted)
     wall_seconds: float = 0.0    # the run's wall time
 

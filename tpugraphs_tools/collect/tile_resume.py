@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,7 @@ from tpugraphs_tools.collect.kernels import extract_kernels
 from tpugraphs_tools.collect.layout import journal_header
 from tpugraphs_tools.collect.progress import ProgressTracker
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
-from tpugraphs_tools.collect.summary import CollectSummary
+from tpugraphs_tools.collect.summary import CollectSummary, failure_counts
 from tpugraphs_tools.collect.tile import TileOptions, kernel_ids, measure_kernels
 from tpugraphs_tools.collect.tile_labels import STRATEGY
 from tpugraphs_tools.collect.tile_summary import summarize
@@ -92,6 +93,7 @@ class DatasetStore:
         self._journals: dict[str, ConfigJournal] = {}
         self.continued: dict[str, int] = {}   # graph id -> rows resumed from its journal
         self.resumed_ok: dict[str, int] = {}  # ... of which ok
+        self.failures: Counter[str] = Counter()  # rows measured now, by reason
 
     def journal(self, graph_id: str) -> ConfigJournal:
         if graph_id not in self._journals:
@@ -114,6 +116,7 @@ class DatasetStore:
 
     def row(self, graph_id: str, row: ConfigRow) -> None:
         self.journal(graph_id).append(row)
+        self.failures.update(failure_counts([row]))
 
     def store(self, graph: CollectedGraph, rows: list[ConfigRow]) -> None:
         graph = replace(graph, keep_source_paths=self.keep_source_paths)
@@ -214,6 +217,7 @@ def collect_tiles(dataset: Dataset, item: Any, sources: Sources, backend: str | 
     tile = summarize(kernels, {**extraction.skipped, **result.skipped}, space.name,
                      result.restarts, result.tried)
     summary.tiles[item.label] = replace(tile, instances=result.instances)
+    summary.failures.update(store.failures)
     if result.resumed or store.continued:
         summary.resumed[item.label] = (
             f"{len(result.resumed)} kernel(s) committed by an earlier run passed over, "

@@ -38,11 +38,18 @@ from tpugraphs_tools.measure.results import (
 from tpugraphs_tools.measure.reuse import SharedWorkers
 from tpugraphs_tools.measure.robust_stats import TRIM
 from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
+from tpugraphs_tools.measure.worker_logs import (
+    LOG_NAME,
+    first_reason,
+    log_workers_to,
+    reason_of,
+)
 
 __all__ = [
     "COMPILE_ERROR",
     "CONTROL",
     "DUPLICATE",
+    "LOG_NAME",
     "NOOP",
     "OK",
     "OPTION_GROUPS",
@@ -69,12 +76,15 @@ __all__ = [
     "compile_hlo_source",
     "constraint_slots",
     "device_env",
+    "first_reason",
     "honoured_json",
     "kernel_session",
     "layout_session",
+    "log_workers_to",
     "option_default",
     "option_kind",
     "options_key",
+    "reason_of",
     "share_device_memory",
     "time_alone",
     "time_batch",

@@ -33,6 +33,7 @@ class CompileSide(WorkerSlots):
             if (slot not in state.compiling and slot not in state.recycle and state.todo
                     and in_flight < self.opts.lookahead):
                 job = state.todo.popleft()
+                proc.mark()
                 proc.conn.send(job)
                 state.compiling[slot] = Compiling(job, time.monotonic())
                 in_flight += 1

@@ -25,10 +25,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure.worker_logs import (
+    first_reason,
+    new_log,
+    read_log,
+    run_logged,
+    settle_log,
+)
 
 _PR_SET_PDEATHSIG = 1
 # Imported by the forkserver before it forks any worker.
-PRELOAD = ["jax", "tpugraphs_tools.measure.workers"]
+PRELOAD = ["jax", "tpugraphs_tools.measure.workers", "tpugraphs_tools.measure.worker_logs"]
 START_ENV = "TGT_WORKER_START"
 _server_env: dict[str, str] | None = None   # os.environ when the forkserver was started
 
@@ -144,20 +151,33 @@ class WorkerProcess:
         share_device_memory()  # inherited by the child: several jax processes share one GPU
         ctx = worker_context()
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=target, args=(child, *args), daemon=True)
+        self.log = new_log()   # its stdout/stderr (worker_logs.py); None: the parent's
+        self._mark = 0
+        self.proc = ctx.Process(target=run_logged, daemon=True, args=(
+            target, None if self.log is None else str(self.log), child, *args))
         self.proc.start()
         child.close()
         assert self.proc.pid is not None  # a started process has one
         self.pid: int = self.proc.pid
+        self.role = f"{getattr(target, '__name__', 'worker')} pid {self.pid}"
 
     def alive(self) -> bool:
         return self.proc.is_alive()
 
+    def mark(self) -> None:
+        """A job starts: what the worker writes from here on is about it."""
+        with contextlib.suppress(OSError):
+            self._mark = self.log.stat().st_size if self.log is not None else 0
+
     def exit_description(self) -> str:
+        """Why the worker died: its exit status and the first line it wrote that says why
+        (since the last :meth:`mark`)."""
         self.proc.join(5)
         code = self.proc.exitcode
         sig = f" (signal {signal.Signals(-code).name})" if code is not None and code < 0 else ""
-        return f"worker process died with exit code {code}{sig}"
+        reason = first_reason(read_log(self.log, self._mark))
+        return f"worker process died with exit code {code}{sig}" + (
+            f": {reason}" if reason else "")
 
     def kill(self) -> None:
         if self.proc.is_alive():
@@ -165,6 +185,7 @@ class WorkerProcess:
         self.proc.join(5)
         with contextlib.suppress(OSError):
             self.conn.close()
+        settle_log(self.log, self.role)
 
     def stop(self) -> None:
         with contextlib.suppress(BrokenPipeError, OSError):

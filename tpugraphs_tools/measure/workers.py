@@ -4,7 +4,8 @@ Both exit quietly when the parent goes away (pipe closed or PR_SET_PDEATHSIG), n
 collection's CPU time to orphans.
 
 Test-only fault injection: the environment variable ``TGT_TEST_FAULTS`` (JSON, config index →
-``crash`` | ``hang`` | ``raise`` | ``crash_run``) is read here, by the worker entry points only,
+``crash`` | ``hang`` | ``raise`` | ``crash_run`` | ``native_exit`` | ``native_raise``: native
+output on fd 2, then exit 1 or raise) is read here, by the worker entry points only,
 and stands in for real compiler crashes and hangs. No product type carries a fault.
 """
 
@@ -14,6 +15,7 @@ import dataclasses
 import json
 import os
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -44,18 +46,25 @@ from tpugraphs_tools.measure.results import (
     WRONG_RESULT,
     ConfigResult,
 )
+from tpugraphs_tools.measure.worker_logs import first_reason
 
 if TYPE_CHECKING:
     from tpugraphs_tools.measure.apply import ConstraintSlot
     from tpugraphs_tools.measure.realized import Realized
 
-# An error's text in a config row: compiler errors can dump whole modules; the head says why.
-ERROR_TEXT_LIMIT = 2000
+# An error's text in the log: compiler errors can dump whole modules; the head says why.
+ERROR_TEXT_LIMIT = 20000
 
 
 def _message(exc: BaseException) -> str:
+    """A config row's error: the first line that says why. The whole text goes to this
+    worker's stderr, which is the collection's log (measure/worker_logs.py)."""
     text = f"{type(exc).__name__}: {exc}"
-    return text if len(text) < ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + "…"
+    reason = first_reason(text) or type(exc).__name__
+    if reason != text.strip():
+        print(text if len(text) < ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + "…",
+              file=sys.stderr, flush=True)
+    return reason
 
 
 FAULTS_ENV = "TGT_TEST_FAULTS"  # tests only (module docstring)
@@ -75,6 +84,13 @@ def _inject(fault: str | None) -> None:
         time.sleep(3600)
     if fault == "raise":
         raise RuntimeError("injected compile failure")
+    if fault in ("native_exit", "native_raise"):  # XLA's C++ logging: straight to fd 2
+        os.write(2, b"E1205 10:00:00.000000  4242 config_assigner.cc:536] Could not get "
+                    b"config for HLO: injected native failure\n"
+                    b"    All configs failed during profiling (injected detail line)\n")
+        if fault == "native_exit":
+            os._exit(1)
+        raise RuntimeError("INTERNAL: injected status line\ninjected second line")
 
 
 def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,

@@ -142,6 +142,17 @@ def labels_table(labels: list[GraphLabels]) -> str:
             "disjoint.</p>")
 
 
+def _failures_table(stats: ReportStats) -> str:
+    """Failed config rows counted by reason (status and the first line that says why)."""
+    if not stats.failures:
+        return ""
+    rows = "".join(f"<tr><td>{n}</td><td>{escape(reason)}</td></tr>"
+                   for reason, n in stats.failures.items())
+    return ("<h2>Failures by reason</h2><table><tr><th>configs</th><th>reason</th></tr>"
+            f"{rows}</table><p class=\"muted\">The whole output of the compile and "
+            "measurement workers is in the dataset's .tgt-logs/collect.log.</p>")
+
+
 def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]],
                 facts: dict[str, str]) -> str:
     """The page; ``plots`` are (png file name, title, caption), ``facts`` provenance lines."""
@@ -171,5 +182,6 @@ def report_html(title: str, stats: ReportStats, plots: list[tuple[str, str, str]
         "default's runtime in the same timing window). Median CI ±: half-width of the labels' "
         "95% confidence intervals. Pairs told apart: config pairs of one graph (the default "
         "included) whose CIs are disjoint. Best speed-up: default runtime over the "
-        f"fastest config's.</p>{labels_table(stats.labels)}</body></html>\n"
+        f"fastest config's.</p>{labels_table(stats.labels)}{_failures_table(stats)}"
+        "</body></html>\n"
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from tpugraphs_tools.measure import reason_of
 from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
 from tpugraphs_tools.store import CONTROL_STATUSES, ConfigCounts
@@ -61,6 +62,8 @@ class ReportStats:
     pairs: int = 0
     pairs_separated: int = 0
     labels: list[GraphLabels] = field(default_factory=list)   # per graph: headroom, ceiling
+    # "status: first line that says why" -> failed config rows, most frequent first
+    failures: dict[str, int] = field(default_factory=dict)
     counts: ConfigCounts = field(default_factory=ConfigCounts)  # configs, labels, control rows
     graph_ids: list[str] = field(default_factory=list)          # order of the per-graph lists
     controls_per_graph: list[int] = field(default_factory=list)
@@ -91,7 +94,7 @@ class ReportStats:
 
 Batches = Callable[[], Iterable[pl.DataFrame]]  # the configs table, re-readable
 COLUMNS = ("graph_id", "status", "is_default", "relative_to_default", "relative_ci_low",
-           "relative_ci_high")
+           "relative_ci_high", "error_message")
 _HALF = (pl.col("relative_ci_high") - pl.col("relative_ci_low")) / 2
 _NOT_DEFAULT = ~pl.col("is_default").fill_null(False)
 _MEASURED = (pl.col("status") == "ok") & _NOT_DEFAULT & (pl.col("relative_to_default") > 0)
@@ -141,6 +144,7 @@ class _Tally:
         self.per_graph: Counter[tuple[str, str]] = Counter()  # (graph, "n" | "ok")
         self.labels: list[GraphLabels] = []
         self.quantiles = Quantiles()
+        self.failures: Counter[str] = Counter()
 
     def with_program(self, batch: pl.DataFrame) -> pl.DataFrame:
         return batch.select([c for c in COLUMNS if c in batch.columns]).with_columns(
@@ -151,6 +155,11 @@ class _Tally:
         batch = self.with_program(batch)
         for status, n in batch.group_by("status").len().iter_rows():
             self.statuses[status] += n
+        if "error_message" in batch.columns:
+            failed = batch.filter(pl.col("status").is_in(ERROR_STATUSES))
+            for status, message, n in failed.group_by("status", "error_message").len() \
+                    .iter_rows():
+                self.failures[reason_of(status, message)] += n
         for group, values in _values(batch):
             self.quantiles.add(group, values)
         for program, pairs in _separation(batch).items():
@@ -238,6 +247,7 @@ def compute_stats(graphs: pl.DataFrame,
         pairs=sum(p.pairs for p in per_program),
         pairs_separated=sum(p.pairs_separated for p in per_program),
         labels=sorted(tally.labels, key=lambda g: g.graph_id),
+        failures=dict(tally.failures.most_common()),
     )
 
 

@@ -3,6 +3,7 @@
 from tpugraphs_tools.store.atomic import (
     CACHE_DIR,
     JOURNAL,
+    LOG_DIR,
     TEMP_MARK,
     WORK_DIR,
     write_bytes_atomic,
@@ -52,6 +53,7 @@ __all__ = [
     "FORMAT_VERSION",
     "JOURNAL",
     "LABEL_COLUMNS",
+    "LOG_DIR",
     "MANIFEST",
     "NPZ_ERRORS",
     "ROW_GROUP_ROWS",

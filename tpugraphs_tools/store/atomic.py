@@ -18,6 +18,8 @@ JOURNAL = ".tgt-commit.json"
 TEMP_MARK = ".tgt-tmp-"
 # Work journals of unfinished collections (collect/journal.py): outside the committed data.
 WORK_DIR = ".tgt-work"
+# Logs of collections (worker output, XLA's included): not data, never checked or published.
+LOG_DIR = ".tgt-logs"
 # Derived, rebuildable data (baseline/configstore.py): outside the committed data too.
 CACHE_DIR = ".tgt-cache"
 # Temp files staged by this process's open transactions: sweeping must leave them alone.

@@ -18,6 +18,7 @@ from tpugraphs_tools.store import (
     CACHE_DIR,
     FORMAT_VERSION,
     JOURNAL,
+    LOG_DIR,
     MANIFEST,
     TEMP_MARK,
     WORK_DIR,
@@ -109,7 +110,7 @@ def check_files(root: Path, manifest: dict[str, Any], report: Report, hasher: Ha
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        if rel == MANIFEST or rel in listed or rel.startswith(f"{CACHE_DIR}/"):
+        if rel == MANIFEST or rel in listed or rel.startswith((f"{CACHE_DIR}/", f"{LOG_DIR}/")):
             continue
         if rel.startswith(f"{WORK_DIR}/"):
             report.emit("dataset.partial_collection",

@@ -42,6 +42,7 @@ from tpugraphs_tools.collect.run import (
     CollectSummary,
     build_graph,
     commit_graph,
+    log_folder,
     resumed_line,
     start_graph,
     tile_sources,
@@ -52,7 +53,7 @@ from tpugraphs_tools.errors import CollectError
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError
+from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError, log_workers_to
 from tpugraphs_tools.store import Dataset
 
 
@@ -127,7 +128,7 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     remote = ray.remote(num_cpus=num_cpus, max_retries=0)(measure_chunk)
     started = time.monotonic()
-    with no_empty_out(request.out):
+    with no_empty_out(request.out), log_workers_to(log_folder(request)):
         summary = _collect(ray, remote, request, chunk_size, max_attempts, progress,
                            notice or progress, started_here)
     summary.wall_seconds = time.monotonic() - started
