@@ -9,7 +9,9 @@ croissant.json and SHA256SUMS, and no export or npz byte; fixing the machine the
 records (2026-12-03: the card printed the recording host's kernel release, so the check failed
 on every other machine) changed the card only; the configs column ``timing_cpus`` (2026-12-03) changed the configs
 shards, the card, croissant.json and SHA256SUMS again, and no export or npz byte; the configs
-column ``timer`` (2026-12-05: which clock timed a row) changed the same four and nothing else.
+column ``timer`` (2026-12-05: which clock timed a row) changed the same four and nothing else;
+one wording of the counts (2026-12-05: "N configs (M labels) + K control rows") changed the card
+and croissant.json only.
 
 It never skips: CI pins jax in both venvs (.ci/lowest.txt, .ci/newest.txt) to versions with a
 golden, and a jax without one fails, saying how to record it.
