@@ -304,3 +304,27 @@ def test_label_plots_show_a_1_percent_difference_and_keep_legends_off_the_data(
             assert len(ticks) >= 4 and steps.max() <= 0.0100001, (name, ticks)
             # 0.997 and 1.005 land far apart: more than 5% of the axis
             assert (1.005 - 0.997) / (high - low) > 0.05, name
+
+
+def test_programs_beyond_the_box_plot_keep_exact_medians_without_quartiles(monkeypatch):
+    """Only the programs the box plot draws get quartiles; every program still gets its exact
+    median and fastest label (a dataset can have a program per graph)."""
+    from tpugraphs_tools.publish import _report_stats
+
+    monkeypatch.setattr(_report_stats, "MAX_BOXES", 2)
+    rng = np.random.default_rng(0)
+    sizes = {"p0": 9, "p1": 30, "p2": 17, "p3": 30}  # p1 and p3 have the most: boxed
+    graphs = pl.DataFrame({"graph_id": [f"g{p}" for p in sizes], "program": list(sizes),
+                           "num_nodes": [5] * 4, "collection": ["layout"] * 4})
+    rows = []
+    for program, n in sizes.items():
+        values = 0.9 + rng.random(n) * 0.3
+        rows += [{"graph_id": f"g{program}", "status": "ok", "is_default": False,
+                  "relative_to_default": float(v)} for v in values]
+    configs = pl.DataFrame(rows)
+    stats = compute_stats(graphs, configs)
+    for p in stats.programs:
+        values = configs.filter(pl.col("graph_id") == f"g{p.program}")["relative_to_default"]
+        assert p.median_relative == pytest.approx(float(np.median(values.to_numpy())))
+        assert p.best_speedup == pytest.approx(1 / values.min())
+        assert (p.relative_box is not None) == (p.program in {"p1", "p3"})

@@ -95,6 +95,11 @@ class Quantiles:
     def count(self, group: Hashable) -> int:
         return self.top[group].total if group in self.top else 0
 
+    def low(self, group: Hashable) -> float | None:
+        """The group's smallest value (None: no values)."""
+        b = self.top.get(group)
+        return key_float(b.lo[0]) if b is not None and b.lo.size else None
+
     def groups(self) -> list[Hashable]:
         return list(self.top)
 
@@ -133,7 +138,9 @@ class Quantiles:
         wanted: dict[Hashable, set[tuple[int, int]]] = {}
         for (group, _), (prefix, bits, _) in open_.items():
             wanted.setdefault(group, set()).add((prefix, bits))
-        counted = {(g, p, b): Buckets() for g, pbs in wanted.items() for p, b in pbs}
+        # created on a group's first values: an empty Buckets is four arrays, and a pass can
+        # have several open ranks for each of thousands of groups
+        counted: dict[tuple[Hashable, int, int], Buckets] = {}
         for group, values in source():
             if group not in wanted:
                 continue
@@ -142,8 +149,9 @@ class Quantiles:
             for prefix, bits in wanted[group]:
                 inside = keys[(keys >> np.uint64(64 - bits)) == np.uint64(prefix)]
                 step = min(_DIGIT, 64 - bits)
-                counted[(group, prefix, bits)] = counted[(group, prefix, bits)].merge(
-                    Buckets.of(inside, 64 - bits - step, step))
+                new = Buckets.of(inside, 64 - bits - step, step)
+                old = counted.get((group, prefix, bits))
+                counted[(group, prefix, bits)] = new if old is None else old.merge(new)
         return counted
 
 

@@ -19,12 +19,13 @@ from tpugraphs_tools.publish._report_ci import (
 )
 from tpugraphs_tools.publish._report_stats import (
     ERROR_STATUSES,
+    MAX_BOXES,
     SKIPPED_STATUSES,
     ProgramStats,
     ReportStats,
 )
 
-MAX_PROGRAMS = 30
+MAX_PROGRAMS = MAX_BOXES  # the box plot's rows: the programs that have quartiles
 MAX_GRAPH_BARS = 40
 DPI = 100
 _COLOURS = {"ok": "#2e7d32", **{s: "#9e9e9e" for s in SKIPPED_STATUSES},
