@@ -84,7 +84,7 @@ GPU = Settings("gpu", "bfloat16", "small", ("gpt", "bert"), ("resnet18", "unet")
                tile_kernels=6, tile_configs=10, other_kernels=3, layout_configs=8,
                random_configs=6, workers=6)
 DRY = Settings("cpu", "float32", "tiny", ("mlp",), ("mlp",), tile_kernels=1, tile_configs=2,
-               other_kernels=1, layout_configs=3, random_configs=2, workers=1,
+               other_kernels=1, layout_configs=6, random_configs=2, workers=1,
                extra=("--measure-processes", "1", "--loaded-copies", "2", "--max-rounds", "12",
                       "--min-sample-ms", "0.2"))
 
