@@ -222,6 +222,7 @@ def collect(request: CollectRequest, progress: Progress = lambda _event: None
 
 def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
+    dataset.check_parts()
     summary = CollectSummary(dataset=str(Path(request.out)))
     for index, item in enumerate(request.items):
         tracker.begin(index, item.label)

@@ -103,6 +103,14 @@ class Dataset:
     def table_info(self, name: str) -> tables.TableInfo:
         return tables.table_info(self.manifest, name, self.root)
 
+    def check_parts(self) -> None:
+        """Every table part listed in the manifest is there and reads as Parquet (its footer
+        only): a command about to add to the dataset refuses a damaged one, naming the part,
+        before it measures anything that a later merge of the parts would then trip over."""
+        for name in self.manifest.get("tables", {}):
+            info = self.table_info(name)
+            tables.check_parts(self.root, info.parts)
+
     def scan(self, name: str) -> pl.LazyFrame:
         """A lazy scan of a table (filters and column selections are pushed down)."""
         return tables.scan(self.root, self.table_info(name))

@@ -162,6 +162,7 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
              max_attempts: int, progress: Callable[[str], None],
              notice: Callable[[str], None], started_here: bool) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
+    dataset.check_parts()
     summary = CollectSummary(dataset=str(request.out))
     lost = _lost_errors(ray)
     pending: dict[Any, _Chunk] = {}  # Ray object ref -> the chunk its task measures
