@@ -3,6 +3,7 @@ and rows read back become typed rows."""
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from pathlib import Path
@@ -145,3 +146,13 @@ def test_a_stored_graph_row_reads_back_unchanged():
 def test_bad_graph_rows_are_rejected_naming_what_is_wrong(changes, message):
     with pytest.raises(DatasetError, match=f"graphs.parquet row 4: .*{message}"):
         graph_row_of(_stored_graph(**changes), where="graphs.parquet row 4")
+
+
+def test_a_ci_that_bounds_nothing_is_stored_as_none():
+    """Two rounds cut by the time budget give [0, inf]: validate rejects it as a label CI."""
+    from tpugraphs_tools.collect.labels import _bounded
+
+    assert _bounded(0.0, math.inf) == (None, None)
+    assert _bounded(0.5, math.nan) == (None, None)
+    assert _bounded(0.97, 1.02) == (0.97, 1.02)
+    assert _bounded(None, None) == (None, None)

@@ -46,11 +46,22 @@ def ci_quantile(low: float | None, high: float | None, log_se: float | None) -> 
     return (math.log(high) - math.log(low)) / 2 / log_se
 
 
+def _bounded(low: float | None, high: float | None) -> tuple[float | None, float | None]:
+    """A CI that bounds nothing ([0, inf]: a label stopped by its time budget after too few
+    rounds for a t quantile) is stored as none: the label is kept, without a claim."""
+    if low is None or high is None:
+        return low, high
+    if not (math.isfinite(low) and math.isfinite(high) and 0 < low <= high):
+        return None, None
+    return low, high
+
+
 def measured_columns(result: ConfigResult) -> dict[str, Any]:
     """The configs.parquet columns a measurement result fills, the same for layout and tile
     rows (``collect/layout.py``, ``collect/tile_labels.py``); the rest say what was tried."""
     timing, default = result.timing, result.default_timing
     paired = result.stop_reason is not None
+    low, high = _bounded(result.relative_ci_low, result.relative_ci_high)
     return {
         "runtime_min_ns": timing.min_ns if timing else None,
         "runtime_median_ns": timing.median_ns if timing else None,
@@ -59,8 +70,8 @@ def measured_columns(result: ConfigResult) -> dict[str, Any]:
         "default_runtime_ns": (default.median_ns if paired else default.min_ns)
         if default else None,
         "relative_to_default": result.relative_to_default,
-        "relative_ci_low": result.relative_ci_low,
-        "relative_ci_high": result.relative_ci_high,
+        "relative_ci_low": low,
+        "relative_ci_high": high,
         "rounds": result.rounds,
         "stop_reason": None if result.stop_reason is None else StopReason(result.stop_reason),
         "window_sd": None,
@@ -139,6 +150,8 @@ def _widened(row: ConfigRow, sd: float | None) -> ConfigRow:
         return row
     half = t * math.sqrt(se ** 2 + (sd or 0.0) ** 2)
     center = math.log(ratio)
+    if not math.isfinite(half) or not math.isfinite(math.exp(center + half)):
+        return {**row, "relative_ci_low": None, "relative_ci_high": None}
     return {**row, "relative_ci_low": math.exp(center - half),
             "relative_ci_high": math.exp(center + half), "window_sd": sd or 0.0}
 
