@@ -97,14 +97,22 @@ def _graph_axis(ax: Any, shown: list[GraphLabels]) -> None:
     ax.invert_yaxis()
 
 
+def _graphs_to_draw(ax: Any, graphs: list[GraphLabels], limit: int) -> list[GraphLabels]:
+    """At most ``limit`` graphs, evenly spread from the fastest headroom up; none drawn: the
+    axes say so."""
+    if not graphs:
+        empty(ax, "labelled non-default configs")
+        return []
+    return evenly(sorted(graphs, key=lambda g: g.headroom.fastest if g.headroom else 0.0),
+                  limit)
+
+
 def fastest_per_graph(stats: ReportStats, ax: Any) -> None:
     """Forest plot: each graph's fastest config ÷ default with its 95% CI."""
-    rooms = sorted((g for g in stats.labels if g.headroom is not None),
-                   key=lambda g: g.headroom.fastest if g.headroom else 0.0)
-    if not rooms:
-        empty(ax, "labelled non-default configs")
+    shown = _graphs_to_draw(ax, [g for g in stats.labels if g.headroom is not None],
+                            MAX_GRAPHS)
+    if not shown:
         return
-    shown = evenly(rooms, MAX_GRAPHS)
     handles = _reference(ax, stats.noise_floor)
     colours, values = set(), []
     for row, g in enumerate(shown):
@@ -128,12 +136,11 @@ def fastest_per_graph(stats: ReportStats, ax: Any) -> None:
 
 def labels_per_graph(stats: ReportStats, ax: Any) -> None:
     """Every (sampled) non-default label of a graph with its CI, one band per graph."""
-    graphs = sorted((g for g in stats.labels if g.points is not None and len(g.points)),
-                    key=lambda g: g.headroom.fastest if g.headroom else 0.0)
-    if not graphs:
-        empty(ax, "labelled non-default configs")
+    shown = _graphs_to_draw(
+        ax, [g for g in stats.labels if g.points is not None and len(g.points)],
+        MAX_LABEL_GRAPHS)
+    if not shown:
         return
-    shown = evenly(graphs, MAX_LABEL_GRAPHS)
     handles = _reference(ax, stats.noise_floor)
     colours: set[str] = set()
     values: list[float] = []
