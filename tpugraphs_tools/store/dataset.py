@@ -79,7 +79,10 @@ class Dataset:
                                        f"interrupted commit it records: {exc}") from None
         path = root / MANIFEST
         if not path.exists():
-            if (root / tables.TABLES_DIR).is_dir():  # tables without the manifest naming them
+            # A first commit killed before its manifest leaves parts nothing names; with the
+            # work journals beside them it is that, and collect starts the manifest afresh.
+            interrupted = create and (root / atomic.WORK_DIR).is_dir()
+            if (root / tables.TABLES_DIR).is_dir() and not interrupted:
                 raise DatasetFileError(f"{path}: missing, but {tables.TABLES_DIR}/ is there: a "
                                    "damaged tgt dataset (restore manifest.json from a copy)")
             if not create:
