@@ -137,7 +137,8 @@ def gemm_kernels():
 def test_gpu_kernels_and_gemm_dims(gemm_kernels):
     assert [k.label for k in gemm_kernels] == ["__triton_gemm", "__loop_fusion", "__triton_gemm"]
     assert [gemm_dims(k.module) for k in gemm_kernels] == [(128, 512, 256), None, (128, 64, 512)]
-    space = TritonGemmTiles(seed=1, max_candidates=10)
+    # split_k pinned: whether the installed XLA applies it is by release (_xla_compat).
+    space = TritonGemmTiles(seed=1, max_candidates=10, split_k=True)
     assert space.configs(gemm_kernels[1].module) == [KernelConfig()]  # no dot: no tiles
     configs = space.configs(gemm_kernels[2].module)
     assert configs[0].is_default and len(configs) == 11 and len(set(configs)) == 11
@@ -145,6 +146,18 @@ def test_gpu_kernels_and_gemm_dims(gemm_kernels):
         s = c.as_dict()
         assert s["block_n"] <= 64 and 512 % s["split_k"] == 0
         assert s["block_k"] * s["split_k"] <= 512
+    # Where XLA ignores split_k, no candidate sends it (the row says what ran).
+    plain = TritonGemmTiles(seed=1, max_candidates=10, split_k=False).configs(
+        gemm_kernels[2].module)
+    assert len(plain) == 11 and all("split_k" not in c.as_dict() for c in plain)
+
+
+def test_gpu_space_follows_installed_xla_on_split_k(monkeypatch):
+    import tpugraphs_tools._xla_compat as compat
+
+    for applies in (True, False):
+        monkeypatch.setattr(compat, "triton_override_applies_split_k", lambda a=applies: a)
+        assert TritonGemmTiles().split_k is applies
 
 
 def test_valid_tiles_respect_problem_size():
