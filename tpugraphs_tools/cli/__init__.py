@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from tpugraphs_tools import __version__
+from tpugraphs_tools.cli import _process  # noqa: F401  (first: Arrow's allocator, see there)
 from tpugraphs_tools.cli.baseline_cmd import baseline
 from tpugraphs_tools.cli.collect_cmd import collect
 from tpugraphs_tools.cli.export_cmd import export

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from tpugraphs_tools.errors import TableConvertError, TablePartError
 from tpugraphs_tools.store import ROW_GROUP_ROWS, Part, WholeKeys, last_rows
 from tpugraphs_tools.validate import table_checks
+from tpugraphs_tools.validate.arrow_memory import release_unused_memory
 from tpugraphs_tools.validate.config_rules import CONFIG_COLUMNS, ConfigRules
 from tpugraphs_tools.validate.graph_files import Checked, GraphFiles
 from tpugraphs_tools.validate.report import Report
@@ -40,7 +41,7 @@ def _batches(pf: pq.ParquetFile, columns: list[str]) -> Iterator[pa.RecordBatch]
         for group in range(pf.num_row_groups):
             yield from pf.iter_batches(batch_size=BATCH_ROWS, row_groups=[group],
                                        columns=columns, use_threads=False)
-            table_checks.release_unused_memory()
+            release_unused_memory()
     except Exception as exc:  # a corrupt page or a truncated file
         raise TablePartError(str(exc)) from None
 
@@ -103,7 +104,7 @@ class _Part:
         refs = self.rules.add(rows)
         del rows
         self.checked.extend(self.graph_files.run(list(refs.by_graph), refs))
-        table_checks.release_unused_memory()
+        release_unused_memory()
 
     def read(self, report: Report, rows: int) -> None:
         """The part was read: its row count and schema findings."""

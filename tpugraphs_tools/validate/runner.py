@@ -25,6 +25,7 @@ from tpugraphs_tools.validate import (
     table_checks,
     tree_checks,
 )
+from tpugraphs_tools.validate.arrow_memory import release_unused_memory
 from tpugraphs_tools.validate.graph_files import GraphFiles, Places
 from tpugraphs_tools.validate.npz_file import check_npz
 from tpugraphs_tools.validate.report import Report
@@ -148,7 +149,7 @@ def _read_small_tables(root: Path, manifest: dict, infos: dict[str, TableInfo],
         tables[name] = df
     for name, df in tables.items():
         table_checks.check_foreign_keys(name, df, _first_file(infos[name]), tables, report)
-    table_checks.release_unused_memory()
+    release_unused_memory()
     return tables, places
 
 
@@ -164,4 +165,4 @@ def _stream_configs(root: Path, manifest: dict, info: TableInfo,
             return
         if _present(root, manifest, part, STREAMED, report):
             configs_part.check_part(root, part, info.key, tables, checker, report, seen)
-            table_checks.release_unused_memory()
+            release_unused_memory()

@@ -263,16 +263,6 @@ class Duplicates:
                     key=",".join(self.unique), index=int(rows[1]))
 
 
-def release_unused_memory() -> None:
-    """Hand the memory Arrow's allocator keeps after a part back to the system.
-
-    mimalloc/jemalloc keep freed pages for reuse, per thread; part after part the kept
-    pages pile up (more on machines with many cores), so without this validate's peak RSS
-    grew with the number of parts, i.e. with the number of graphs.
-    """
-    pa.default_memory_pool().release_unused()
-
-
 def foreign_key_columns(name: str) -> list[str]:
     """The columns of table ``name`` that ``x-foreign-keys`` points elsewhere."""
     return list(load_schema(name).get("x-foreign-keys", {}))
