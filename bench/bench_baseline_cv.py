@@ -20,6 +20,8 @@ can be compared by whether their intervals overlap. Each run is its own process,
 results are saved the moment it ends (``--save``; ``--resume`` skips the runs already there).
 
     python bench/bench_baseline_cv.py bench/out/reference --seeds 0,1,2,3,4 --write
+    python bench/bench_baseline_cv.py bench/out/catalog --variants model --write \
+        --title "Cost model on the catalog plan (held-out architectures)"
 """
 
 from __future__ import annotations
@@ -253,6 +255,8 @@ def main() -> int:
                         help="run nothing: tables from the runs in --save (each method shows "
                         "its own number of seeds)")
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--title", default="Reference cost model on the reference plan",
+                        help="the docs/benchmarks.md section --write replaces")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     variants = args.variants.split(",")
@@ -296,7 +300,7 @@ def main() -> int:
     if args.write:
         from _doc import record  # bench/ is on sys.path when run as a script
 
-        record("Reference cost model on the reference plan", body)
+        record(args.title, body)
     return 0
 
 
