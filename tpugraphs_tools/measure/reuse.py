@@ -7,10 +7,8 @@ per process, on every kernel). :class:`SharedWorkers` starts them once and hands
 workers the next kernel's :class:`SessionSpec` instead: a measurement worker compiles and
 checks the new default and builds a fresh engine (``workers.measure_main``), a compile worker
 switches to the new base text and options (``workers.compile_main``). Nothing of one kernel's
-timing state survives into the next but one number: the repeat pool and the between-process
-spread are per graph, and each engine calibrates its own samples; the spread pooled over the
-graphs done so far is a floor under each next graph's (replicas.ProcessSpread.floor), as a
-kernel's few configs alone measure it poorly. A compile worker that exits after each
+timing state survives into the next: the repeat pool and the between-process spread are per
+graph, and each engine calibrates its own samples. A compile worker that exits after each
 job (``fresh_compiler_per_job``) still does.
 """
 
@@ -77,17 +75,12 @@ class SharedWorkers:
         self.reuse = reuse
         self._measurer: ReusableMeasurer | None = None
         self._pipeline: PipelineOptions | None = None
-        # Between-process spread of the graphs measured so far: the floor under each next
-        # graph's own (replicas.ProcessSpread.floor).
-        self.pool = ProcessSpread()
 
     def session(self, spec: SessionSpec, pipeline: PipelineOptions) -> PipelinedMeasurer:
         """A measurer for ``spec``'s graph, its workers started (or switched) and its default
         ready. Raises WorkerError when the default cannot be compiled or run; the workers are
         then closed, and the next graph starts fresh ones."""
         measurer = self._measurer
-        if measurer is not None:
-            self.pool.absorb(measurer.spread)  # the graph before, done
         try:
             if (measurer is None or not self.reuse or pipeline != self._pipeline
                     or not _compatible(measurer.spec, spec)):
@@ -96,7 +89,6 @@ class SharedWorkers:
                 self._pipeline = pipeline
             else:
                 measurer.switch(spec)
-            measurer.spread.floor = self.pool
             measurer.start()
         except WorkerError:
             self.close()
