@@ -203,3 +203,16 @@ def test_the_next_process_learns_the_between_process_variance_of_the_earlier_one
     assert between is not None
     assert 0.25 * 2 * tau ** 2 < between < 4 * 2 * tau ** 2  # var u + var v = 2τ², 1 df-ish
     assert not spread.own  # the graph's pool is left as it was
+
+
+def test_an_item_whose_processes_disagree_gets_its_own_spread():
+    """One config slow in three of four processes (placement luck) must not claim an order
+    that the pooled spread of its tight batch would (combined_interval)."""
+    spread = ProcessSpread()
+    tight = [[0.001 * (i + p) for p in range(4)] for i in range(6)]
+    spread.add_batch(tight, [[0.005] * 4] * 6)
+    center, _, half = combined_interval([-0.04, 0.61, 0.63, 0.62], [0.03] * 4, [50] * 4,
+                                        spread)
+    assert center - half < 0 < center + half          # the default is inside its CI
+    pooled = combined_interval([0.30, 0.31, 0.30, 0.31], [0.03] * 4, [50] * 4, spread)
+    assert pooled[0] - pooled[2] > 0                   # an item that agrees is still apart
