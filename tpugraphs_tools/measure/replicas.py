@@ -8,7 +8,8 @@ the default's own share of it moved every ratio of a run together (docs/benchmar
 every batch is timed in ``processes`` measurement processes (each with its share of the copies
 and of the round and time caps); a label is the mean of their log-ratios, and its variance
 adds the item's and the default's between-process variance, pooled over the graph's batches
-(:class:`ProcessSpread`), with Satterthwaite's degrees of freedom for the CI.
+(:class:`ProcessSpread`), with Satterthwaite's degrees of freedom for the CI; an item whose own
+processes disagree more than that gets its own spread (``combined_interval``).
 """
 
 from __future__ import annotations
