@@ -27,7 +27,7 @@ def calibrate(run: Callable[[], object], min_sample_ns: float, max_k: int = 100_
         start = time.perf_counter_ns()
         run()
         times.append(time.perf_counter_ns() - start)
-    fastest = max(1, min(times[1:]))  # the first run may still pay for a cold start
+    fastest = float(max(1, min(times[1:])))  # the first run may still pay for a cold start
     for _ in range(looks):
         k = min(max_k, max(1, math.ceil(min_sample_ns / fastest)))
         if k == 1:
