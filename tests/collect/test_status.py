@@ -31,6 +31,9 @@ def test_status_before_the_first_commit_shows_journaled_rows(tmp_path):
     result = CliRunner().invoke(main, ["collect", "--status", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "prog.abc" in result.output and "in progress" in result.output
+    assert status["partial"]["prog.abc"]["statuses"] == {"default_failed": 3}
+    assert "3 configs (0 labels) journaled" in result.output  # the words of committed rows
+    assert "default_failed 3" in result.output and "header" not in result.output
 
 
 def test_status_of_a_tile_program_counts_its_kernels(tmp_path):

@@ -337,8 +337,9 @@ def _print_status(root: str) -> None:
                       ConfigCounts.of_statuses(row["statuses"]).describe(),
                       ", ".join(f"{k} {v}" for k, v in sorted(row["statuses"].items())))
     for graph_id, info in status["partial"].items():
-        table.add_row(graph_id, "[yellow]in progress[/]", str(info["measured"]),
-                      f"journal: {info['header']}")
+        table.add_row(graph_id, "[yellow]in progress[/]",
+                      f"{ConfigCounts.of_statuses(info['statuses']).describe()} journaled",
+                      ", ".join(f"{k} {v}" for k, v in info["statuses"].items()))
     terminal.print(table)
     for parent, tile in status["tile_programs"].items():
         terminal.print(

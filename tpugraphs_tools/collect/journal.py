@@ -36,6 +36,7 @@ class PartialGraph(TypedDict):
 
     header: Mapping[str, Any]  # as the journal's first line holds it ({} if unreadable)
     measured: int
+    statuses: dict[str, int]   # journaled rows by status (``ok``, ``control``, errors...)
 
 
 class ConfigJournal:
@@ -86,7 +87,7 @@ class ConfigJournal:
 
 
 def partial_collections(root: Path) -> dict[str, PartialGraph]:
-    """graph_id → {header, rows measured} for every unfinished graph in a dataset."""
+    """graph_id → {header, rows measured, rows by status} for every unfinished graph."""
     out: dict[str, PartialGraph] = {}
     work = root / WORK_DIR
     if not work.is_dir():
@@ -94,7 +95,7 @@ def partial_collections(root: Path) -> dict[str, PartialGraph]:
     for path in sorted(work.glob("*.jsonl")):
         lines = [x for x in path.read_bytes().split(b"\n") if x.strip()]
         header: Mapping[str, Any] = {}
-        count = 0
+        statuses: dict[str, int] = {}
         for number, raw in enumerate(lines):
             try:
                 record = json.loads(raw)
@@ -103,6 +104,8 @@ def partial_collections(root: Path) -> dict[str, PartialGraph]:
             if number == 0:
                 header = record.get("header", {})
             else:
-                count += 1
-        out[path.stem] = {"header": header, "measured": count}
+                status = str(record.get("status", "unknown"))
+                statuses[status] = statuses.get(status, 0) + 1
+        out[path.stem] = {"header": header, "measured": sum(statuses.values()),
+                          "statuses": dict(sorted(statuses.items()))}
     return out
