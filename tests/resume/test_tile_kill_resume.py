@@ -48,6 +48,14 @@ def _journaled(out: Path) -> dict[tuple[str, int], dict]:
     return rows
 
 
+def _differences(got: pl.DataFrame, want: pl.DataFrame, keys: list[str]) -> str:
+    """The rows one run stored and the other did not (or stored otherwise): a failure says which."""
+    only_got = got.join(want, on=got.columns, how="anti")
+    only_want = want.join(got, on=want.columns, how="anti")
+    return (f"resumed run only: {only_got.sort(keys).to_dicts()}; "
+            f"uninterrupted run only: {only_want.sort(keys).to_dicts()}")
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> pl.DataFrame:
     out = tmp_path_factory.mktemp("ref") / "data"
@@ -84,7 +92,7 @@ def test_tile_sigkill_after_first_kernel_then_rerun_equals_uninterrupted(referen
     keys = ["graph_id", "config_index"]
     got = everything.filter(~pl.col("status").is_in(EXTRA)).select(*keys, "status", "config")
     want = reference.filter(~pl.col("status").is_in(EXTRA)).select(*keys, "status", "config")
-    assert got.sort(keys).equals(want.sort(keys))
+    assert got.sort(keys).equals(want.sort(keys)), _differences(got, want, keys)
     # nothing measured twice: committed rows unchanged, journaled rows kept as measured
     assert everything.join(committed, on=keys, how="semi").sort(keys).equals(
         committed.sort(keys))
