@@ -11,25 +11,17 @@ import sys
 import polars as pl
 import pytest
 
+from tests.hlo_samples import DOT_RESHAPE_HLO
 from tpugraphs_tools.measure import first_reason
 from tpugraphs_tools.measure.workers import FAULTS_ENV
 from tpugraphs_tools.store import Dataset
 
-HLO = """
-HloModule small
-ENTRY main {
-  x = f32[8,64]{1,0} parameter(0)
-  w = f32[64,32]{1,0} parameter(1)
-  d = f32[8,32]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT r = f32[8,4,8]{2,1,0} reshape(d)
-}
-"""
 NATIVE = "All configs failed during profiling (injected detail line)"
 
 
 def _collect(tmp_path, faults: dict[int, str], *flags: str) -> subprocess.CompletedProcess:
     hlo = tmp_path / "small.hlo"
-    hlo.write_text(HLO)
+    hlo.write_text(DOT_RESHAPE_HLO)
     command = [sys.executable, "-m", "tpugraphs_tools.cli", "collect", "--hlo", str(hlo),
                "--out", str(tmp_path / "data"), "--configs", "3", "--seed", "3", "--warmup",
                "0", "--isolation", "none", "--min-sample-ms", "1", "--max-rounds", "8",

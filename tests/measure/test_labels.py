@@ -8,20 +8,11 @@ import math
 import numpy as np
 import pytest
 
+from tests.hlo_samples import DOT_RESHAPE_HLO
 from tpugraphs_tools.collect.labels import separated_pairs
 from tpugraphs_tools.collect.layout import layout_result, next_control_index
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.hlo.text import parse_hlo_text
-
-HLO = """
-HloModule small
-ENTRY main {
-  x = f32[8,64]{1,0} parameter(0)
-  w = f32[64,32]{1,0} parameter(1)
-  d = f32[8,32]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT r = f32[8,4,8]{2,1,0} reshape(d)
-}
-"""
 
 
 def _row(index: int, status: str, relative: float | None, window: int | None,
@@ -41,7 +32,7 @@ def _row(index: int, status: str, relative: float | None, window: int | None,
 
 @pytest.fixture
 def space_configs():
-    space = layout_space(parse_hlo_text(HLO, source="test"))
+    space = layout_space(parse_hlo_text(DOT_RESHAPE_HLO, source="test"))
     tensor = space.tensors[0]
     perms = [(0, 1), (1, 0)] if tensor.rank == 2 else [(0, 1, 2), (2, 1, 0), (1, 0, 2)]
     configs = [LayoutConfig()] + [LayoutConfig.of({(tensor.config_index, tensor.slot): p})

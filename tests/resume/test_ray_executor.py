@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tests.hlo_samples import DOT_RESHAPE_HLO
 from tpugraphs_tools.collect.plan import request_from_plan
 from tpugraphs_tools.collect.run import collect
 from tpugraphs_tools.errors import CollectError
@@ -17,15 +18,6 @@ from tpugraphs_tools.validate import validate_path
 
 ray = pytest.importorskip("ray")
 
-HLO = """
-HloModule small
-ENTRY main {
-  x = f32[8,64]{1,0} parameter(0)
-  w = f32[64,32]{1,0} parameter(1)
-  d = f32[8,32]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT r = f32[8,4,8]{2,1,0} reshape(d)
-}
-"""
 
 
 def _plan(hlo: str, out: str) -> dict:
@@ -66,7 +58,7 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
     """The HLO file, and the dataset the local executor collects from it."""
     root = tmp_path_factory.mktemp("reference")
     hlo = root / "small.hlo"
-    hlo.write_text(HLO)
+    hlo.write_text(DOT_RESHAPE_HLO)
     collect(request_from_plan(_plan(str(hlo), str(root / "local"))))
     return hlo, root / "local"
 
