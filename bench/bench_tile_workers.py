@@ -16,7 +16,7 @@ import time
 
 
 def startup_seconds(kernels: list, space, opts, reuse: bool) -> list[float]:
-    from tpugraphs_tools.collect.tile import _measure_text
+    from tpugraphs_tools.collect.tile_measure import _measure_text
     from tpugraphs_tools.measure import SharedWorkers, device_env, kernel_session
 
     out = []

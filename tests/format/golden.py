@@ -45,22 +45,22 @@ def build_dataset(root: Path) -> Path:
     """The publish tests' dataset (jax lowering and featurizing, no XLA compile), with the
     store's clock frozen so its ``created_at`` stamps (published columns) are the same each
     run, and the host/Python/NumPy the manifest records fixed (the card prints them)."""
-    from tpugraphs_tools.store import dataset as store_dataset
     from tpugraphs_tools.store import manifest as store_manifest
+    from tpugraphs_tools.store import transaction as store_transaction
 
     spec = importlib.util.spec_from_file_location("_publish_conftest", _CONFTEST)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    saved = (store_dataset.now, store_manifest.now, store_dataset.new_manifest)
-    real_manifest = store_dataset.new_manifest
-    store_dataset.now = store_manifest.now = lambda: FROZEN_TIME  # type: ignore[assignment]
-    store_dataset.new_manifest = lambda: {  # type: ignore[assignment]
+    saved = (store_transaction.now, store_manifest.now, store_manifest.new_manifest)
+    real_manifest = store_manifest.new_manifest
+    store_transaction.now = store_manifest.now = lambda: FROZEN_TIME  # type: ignore[assignment]
+    store_manifest.new_manifest = lambda: {  # type: ignore[assignment]
         **real_manifest(), **json.loads(json.dumps(FROZEN_ENVIRONMENT))}
     try:
         return module.build_dataset(root)
     finally:
-        store_dataset.now, store_manifest.now, store_dataset.new_manifest = saved
+        store_transaction.now, store_manifest.now, store_manifest.new_manifest = saved
 
 
 def _digest(data: bytes) -> str:

@@ -13,7 +13,8 @@ import pytest
 from tpugraphs_tools._xla_compat import compile_option_exists
 from tpugraphs_tools.collect.graphs import CollectedGraph, write_graphs
 from tpugraphs_tools.collect.kernels import extract_kernels
-from tpugraphs_tools.collect.tile import TileOptions, collect_tile, measure_kernel
+from tpugraphs_tools.collect.tile import TileOptions, collect_tile
+from tpugraphs_tools.collect.tile_measure import measure_kernel
 from tpugraphs_tools.configs.tile import CpuKernelOptions, KernelConfig
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import parse_hlo_text

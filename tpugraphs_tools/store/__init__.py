@@ -14,14 +14,8 @@ from tpugraphs_tools.store.counts import (
     config_counts,
     total_counts,
 )
-from tpugraphs_tools.store.dataset import (
-    NPZ_ERRORS,
-    Dataset,
-    Transaction,
-    make_graph_id,
-    read_npz,
-    write_npz,
-)
+from tpugraphs_tools.store.dataset import Dataset, make_graph_id
+from tpugraphs_tools.store.graph_npz import NPZ_ERRORS, read_npz, write_npz
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
 from tpugraphs_tools.store.key_batches import WholeKeys, key_batches, last_rows
 from tpugraphs_tools.store.label_stats import (
@@ -46,6 +40,7 @@ from tpugraphs_tools.store.tables import (
     parts_for_key,
     table_info,
 )
+from tpugraphs_tools.store.transaction import Transaction
 
 __all__ = [
     "CACHE_DIR",

@@ -1,58 +1,30 @@
-"""The one read/write API of a tgt dataset directory (layout: docs/format.md).
+"""The one read API of a tgt dataset directory (layout: docs/format.md).
 
 Reading is lazy: tables are Parquet parts scanned with polars (filters pushed down, see
-``tables.py``); graph arrays are read one npz at a time with ``allow_pickle=False``. Writing goes
-through a :class:`Transaction` whose commit is atomic (see ``atomic.py``): a killed writer leaves
-either the old dataset or the new one, never a mix. Files are staged to disk as they are put,
-so a transaction holds row metadata in memory, not arrays.
+``tables.py``); graph arrays are read one npz at a time with ``allow_pickle=False``
+(``graph_npz.py``). Writing goes through :meth:`Dataset.transaction`, whose commit is atomic
+(``transaction.py``); the manifest is read and checked in ``manifest.py``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import zipfile
-import zlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from tpugraphs_tools.errors import DatasetError, DatasetFileError, FormatVersionError
+from tpugraphs_tools.errors import DatasetError, DatasetFileError
 from tpugraphs_tools.store import atomic, tables
+from tpugraphs_tools.store.graph_npz import GRAPHS_DIR, read_npz
 from tpugraphs_tools.store.key_batches import key_batches
-from tpugraphs_tools.store.manifest import (
-    FORMAT_VERSION,
-    MANIFEST,
-    new_manifest,
-    now,
-    sha256_file,
-)
-from tpugraphs_tools.store.schema import to_arrow_table
+from tpugraphs_tools.store.manifest import load_manifest
+from tpugraphs_tools.store.transaction import Transaction
 
-GRAPHS_DIR = "graphs"
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-# what a damaged npz raises, in np.load or when a member is read (zip, inflate, npy header)
-NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
-
-
-@contextmanager
-def read_npz(path: Path) -> Iterator[Any]:
-    """``np.load(path)`` (never unpickling) for a block that reads its members: damage found
-    opening it or reading a member is one :class:`DatasetFileError` naming the file."""
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            yield npz
-    except NPZ_ERRORS as exc:
-        raise DatasetFileError(f"{path}: damaged npz (truncated or overwritten?): "
-                               f"{exc}") from None
 
 
 def make_graph_id(program: str, fingerprint: str) -> str:
@@ -77,30 +49,7 @@ class Dataset:
             except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged journal
                 raise DatasetFileError(f"{root / atomic.JOURNAL}: cannot finish the "
                                        f"interrupted commit it records: {exc}") from None
-        path = root / MANIFEST
-        if not path.exists():
-            # A first commit killed before its manifest leaves parts nothing names; with the
-            # work journals beside them it is that, and collect starts the manifest afresh.
-            interrupted = create and (root / atomic.WORK_DIR).is_dir()
-            if (root / tables.TABLES_DIR).is_dir() and not interrupted:
-                raise DatasetFileError(f"{path}: missing, but {tables.TABLES_DIR}/ is there: a "
-                                   "damaged tgt dataset (restore manifest.json from a copy)")
-            if not create:
-                raise DatasetError(f"{root}: not a tgt dataset (no {MANIFEST}); "
-                                   f"create one with `tgt collect --out {root}`")
-            root.mkdir(parents=True, exist_ok=True)
-            return cls(root, new_manifest())
-        try:
-            manifest = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DatasetFileError(f"{path}: unreadable manifest: {exc}") from None
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("tables", {}), dict):
-            raise DatasetFileError(f"{path}: not a tgt manifest (no tables object)")
-        version = manifest.get("format_version")
-        if isinstance(version, int) and version > FORMAT_VERSION:
-            raise FormatVersionError(f"{path}: format_version {version} is newer than this tgt "
-                                     f"supports ({FORMAT_VERSION}); upgrade tpugraphs-tools")
-        return cls(root, manifest)
+        return cls(root, load_manifest(root, create))
 
     # -- tables ---------------------------------------------------------------------------
     def table_info(self, name: str) -> tables.TableInfo:
@@ -216,209 +165,3 @@ class Dataset:
 
     def transaction(self) -> Transaction:
         return Transaction(self)
-
-
-class Transaction:
-    """Changes to a dataset, applied atomically by :meth:`commit` (or ``with`` exit).
-
-    Files are written to temp names as soon as they are put; rows are kept as Arrow tables
-    until the commit writes each changed table's new part.
-    """
-
-    def __init__(self, dataset: Dataset) -> None:
-        self.dataset = dataset
-        self._graph_rows: dict[str, dict[str, Any]] = {}
-        self._config_tables: dict[str, pa.Table] = {}
-        # table -> (key column, keys replaced, new row tables) for tables beyond graphs/configs
-        self._extra_rows: dict[str, tuple[str, set[Any], list[pa.Table]]] = {}
-        self._staged: dict[str, Path] = {}  # relative path -> its staged temp file
-        self._deletes: list[str] = []
-        self._devices: list[dict[str, str]] = []
-
-    def __enter__(self) -> Transaction:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.discard()
-
-    def _stage_file(self, rel: str, write: Any) -> None:
-        final = self.dataset.root / rel
-        final.parent.mkdir(parents=True, exist_ok=True)
-        old = self._staged.pop(rel, None)
-        tmp = atomic.temp_path(final)
-        atomic.LIVE.add(tmp)
-        try:
-            write(tmp)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            atomic.LIVE.discard(tmp)
-            raise
-        self._staged[rel] = tmp
-        if old is not None:
-            old.unlink(missing_ok=True)
-            atomic.LIVE.discard(old)
-
-    def put_graph(self, row: Mapping[str, Any], arrays: dict[str, np.ndarray],
-                  hlo: bytes | None = None, hlo_suffix: str = ".hlo.pb") -> None:
-        """Add or replace a graph (row + npz + optional raw HLO beside it)."""
-        graph_id = row["graph_id"]
-        npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
-        stored = {"created_at": now(), **row, "npz_file": npz_rel}
-        if hlo is not None:
-            stored["hlo_file"] = f"{GRAPHS_DIR}/{graph_id}{hlo_suffix}"
-            self.put_file(stored["hlo_file"], hlo)
-        to_arrow_table("graphs", [stored])  # unknown columns fail here, not at commit
-        self._graph_rows[graph_id] = stored
-        self._stage_file(npz_rel, lambda p: write_npz(p, arrays))
-
-    def put_graph_file(self, row: dict[str, Any], npz: Path) -> None:
-        """Like :meth:`put_graph` for an npz already written (e.g. by a worker process):
-        the file is moved into the dataset's staging, not copied."""
-        graph_id = row["graph_id"]
-        npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
-        row = {"created_at": now(), **row, "npz_file": npz_rel}
-        to_arrow_table("graphs", [row])
-        self._graph_rows[graph_id] = row
-        self._stage_file(npz_rel, lambda p: os.replace(npz, p))
-
-    def update_arrays(self, graph_id: str, arrays: dict[str, np.ndarray]) -> None:
-        """Merge ``arrays`` into a graph's npz (e.g. config arrays after measuring)."""
-        npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
-        if npz_rel in self._staged:
-            with np.load(self._staged[npz_rel], allow_pickle=False) as npz:
-                current = {k: npz[k] for k in npz.files}
-        else:
-            current = self.dataset.load_arrays(graph_id)
-        current.update(arrays)
-        self._stage_file(npz_rel, lambda p: write_npz(p, current))
-
-    def put_configs(self, graph_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Replace every config row of ``graph_id``."""
-        self._config_tables[graph_id] = to_arrow_table(
-            "configs", [{**r, "graph_id": graph_id} for r in rows])
-
-    def put_config_table(self, graph_id: str, table: pa.Table) -> None:
-        """:meth:`put_configs` for rows already in the configs schema (``schema.to_arrow_table``
-        with ``graph_id`` filled in)."""
-        self._config_tables[graph_id] = table
-
-    def put_rows(self, table: str, key: str, keys: list[Any], rows: list[dict[str, Any]]) -> None:
-        """Replace the rows of ``table`` whose ``key`` column is in ``keys`` with ``rows``.
-
-        ``table`` needs ``schemas/<table>.schema.json``; it is registered in the manifest on
-        first use (e.g. ``partitions``).
-        """
-        _, old_keys, old_rows = self._extra_rows.get(table, (key, set(), []))
-        self._extra_rows[table] = (key, old_keys | set(keys),
-                                   [*old_rows, to_arrow_table(table, rows)])
-
-    def put_file(self, rel: str, data: bytes) -> None:
-        """Add or replace any file under the dataset root (listed + checksummed)."""
-        self._stage_file(rel, lambda p: p.write_bytes(data))
-
-    def delete_file(self, rel: str) -> None:
-        self._deletes.append(rel)
-
-    def set_graph_field(self, graph_id: str, **fields: Any) -> None:
-        row = self._graph_rows.get(graph_id) or self.dataset.graph_row(graph_id)
-        self._graph_rows[graph_id] = {**row, **fields}
-
-    def add_device(self, platform: str, device_kind: str) -> None:
-        self._devices.append({"platform": platform, "device_kind": device_kind})
-
-    @property
-    def pending_rows(self) -> int:
-        """Config rows waiting for the commit (callers commit in batches by this)."""
-        return sum(t.num_rows for t in self._config_tables.values())
-
-    def _table_changes(self) -> dict[str, tuple[str, set[Any], pa.Table | None]]:
-        def concat(name: str, parts: list[pa.Table]) -> pa.Table | None:
-            return pa.concat_tables(parts) if parts else None
-
-        graphs = [to_arrow_table("graphs", [r]) for r in self._graph_rows.values()]
-        out = {"graphs": ("graph_id", set(self._graph_rows), concat("graphs", graphs)),
-               "configs": ("graph_id", set(self._config_tables),
-                           concat("configs", list(self._config_tables.values())))}
-        for name, (key, keys, rows) in self._extra_rows.items():
-            out[name] = (key, keys, concat(name, rows))
-        return out
-
-    def commit(self) -> None:
-        ds = self.dataset
-        root = ds.root
-        (root / GRAPHS_DIR).mkdir(parents=True, exist_ok=True)
-        manifest = json.loads(json.dumps(ds.manifest))
-        renames: list[tuple[Path, Path]] = []
-        drops: list[str] = list(self._deletes)
-
-        def record(rel: str, tmp: Path) -> None:
-            atomic.fsync_path(tmp)  # durable before the commit journal can point at it
-            manifest["files"][rel] = {"sha256": sha256_file(tmp), "bytes": tmp.stat().st_size}
-            renames.append((tmp, root / rel))
-
-        def stage(rel: str, write: Any) -> None:
-            self._stage_file(rel, write)
-            record(rel, self._staged[rel])
-
-        try:
-            for rel, tmp in list(self._staged.items()):
-                record(rel, tmp)
-            for name, (key, replaced, new) in self._table_changes().items():
-                if name not in ("graphs", "configs") and new is None and not replaced:
-                    continue
-                info = ds.table_info(name)
-                if name in manifest["tables"] and "parts" not in manifest["tables"][name]:
-                    info.key = key  # a format-1 table: its one file becomes the first part
-                elif name not in manifest["tables"]:
-                    info.key = key
-                tables.apply_change(root, info, replaced, new, stage, drops.append)
-                manifest["tables"][name] = info.to_json()
-            for rel in drops:
-                manifest["files"].pop(rel, None)
-            for dev in self._devices:
-                if dev not in manifest["devices"]:
-                    manifest["devices"].append(dev)
-            manifest["format_version"] = FORMAT_VERSION
-            manifest["updated_at"] = now()
-            body = json.dumps(manifest, indent=2, sort_keys=True).encode()
-            stage_manifest = atomic.temp_path(root / MANIFEST)
-            stage_manifest.write_bytes(body)
-            atomic.fsync_path(stage_manifest)
-            renames.append((stage_manifest, root / MANIFEST))
-        except BaseException:
-            self.discard()
-            for tmp, _ in renames:
-                tmp.unlink(missing_ok=True)
-            raise
-        try:
-            atomic.commit(root, renames, [root / rel for rel in drops])
-        finally:
-            atomic.LIVE.difference_update(self._staged.values())
-        ds.manifest = manifest
-        self._clear()
-
-    def discard(self) -> None:
-        """Forget the changes and remove their staged files."""
-        for tmp in self._staged.values():
-            tmp.unlink(missing_ok=True)
-            atomic.LIVE.discard(tmp)
-        self._clear()
-
-    def _clear(self) -> None:
-        self._graph_rows.clear()
-        self._config_tables.clear()
-        self._staged.clear()
-        self._extra_rows.clear()
-        self._deletes.clear()
-        self._devices.clear()
-
-
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """Write one graph's arrays as a compressed npz (the one writer: the store and exports)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
-        # numpy's stub would match the names against allow_pickle: bool
-        np.savez_compressed(f, **cast("dict[str, Any]", arrays))
