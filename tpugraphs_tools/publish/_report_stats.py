@@ -144,8 +144,10 @@ class _Tally:
     """Everything but medians and boxes, summed over batches of whole graphs."""
 
     def __init__(self, graphs: pl.DataFrame) -> None:
-        self.graphs = graphs
         self.programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
+        # the map as two columns, made once: a dict handed to polars is converted per batch
+        self._ids = pl.Series(list(self.programs_of), dtype=pl.String)
+        self._programs = pl.Series(list(self.programs_of.values()), dtype=pl.String)
         self.statuses: Counter[object] = Counter()
         self.per_program: dict[str, Counter[str]] = {}
         self.per_graph: Counter[tuple[str, str]] = Counter()  # (graph, "n" | "ok")
@@ -158,7 +160,7 @@ class _Tally:
 
     def with_program(self, batch: pl.DataFrame) -> pl.DataFrame:
         return batch.select([c for c in COLUMNS if c in batch.columns]).with_columns(
-            pl.col("graph_id").replace_strict(self.programs_of, default=None,
+            pl.col("graph_id").replace_strict(self._ids, self._programs, default=None,
                                               return_dtype=pl.String).alias("program"))
 
     def add(self, batch: pl.DataFrame) -> None:
@@ -179,7 +181,7 @@ class _Tally:
                 self.quantiles.add(group, values)
         for program, pairs in _separation(batch).items():
             self.per_program.setdefault(program, Counter()).update(pairs)
-        self.labels += label_stats(self.graphs, batch.lazy())
+        self.labels += label_stats(self.programs_of, batch.lazy())
         # control rows are not configs: timing checks (store/counts.py)
         configs = batch.filter(~pl.col("status").is_in(CONTROL_STATUSES))
         counts = configs.group_by("program").agg(
