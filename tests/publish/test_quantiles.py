@@ -87,10 +87,14 @@ def test_a_group_added_whole_twice_is_recounted_from_the_source():
         q.add_whole(group, values)
     q.add("g", second)  # a later partial add is ignored too: the recount counts it
     q.settle(lambda: iter(data))
+    late = _awkward(rng, 40)
+    q.add_whole("k", late)  # a group added after a recount takes a row of its own
+    data.append(("k", late))
     both = np.concatenate([first, second])
     both = both[~np.isnan(both)]
     medians, boxes = summarize(q, lambda: iter(data), boxed=["g"])
     assert q.count("g") == both.size and q.low("g") == both.min()
     assert medians["g"] == np.median(both)
     assert (boxes["g"].q1, boxes["g"].q3) == tuple(np.percentile(both, [25, 75]))
-    assert medians["h"] == np.nanmedian(other)
+    assert medians["h"] == np.nanmedian(other) and q.low("h") == np.nanmin(other)
+    assert medians["k"] == np.nanmedian(late)

@@ -94,8 +94,9 @@ class Quantiles:
     """Per group, the count, extremes and exact order statistics of a stream of values.
 
     ``boxes``/``boxable``: of the groups added whole, the bucket tables of the ``boxes``
-    boxable ones with the most values (ties: the smaller group) are kept for ``summarize``'s
-    boxes; a group with fewer values cannot be among the boxes drawn.
+    boxable ones with the most values (ties: the smaller group; boxable groups must compare)
+    are kept for ``summarize``'s boxes; a group with fewer values cannot be among the boxes
+    drawn.
     """
 
     def __init__(self, boxes: int = 0,
@@ -105,6 +106,7 @@ class Quantiles:
         # group added whole -> row of ``_whole``: count, smallest key, keys at whole_ranks
         self._row: dict[Hashable, int] = {}
         self._whole = np.zeros((0, 2 + 2 * len(QUARTILES)), np.uint64)
+        self._used = 0                             # rows of _whole written
         self._kept: dict[Hashable, Buckets] = {}   # whole groups that may get a box
         self._again: set[Hashable] = set()         # added whole, then added to again
 
@@ -128,16 +130,24 @@ class Quantiles:
         keys = np.sort(float_keys(values[~np.isnan(values)]))
         if not keys.size:
             return
-        if len(self._row) == len(self._whole):
-            grown = np.zeros((max(64, 2 * len(self._whole)), self._whole.shape[1]), np.uint64)
-            grown[:len(self._whole)] = self._whole
+        if self._used == len(self._whole):
+            grown = np.zeros((max(64, 2 * self._used), self._whole.shape[1]), np.uint64)
+            grown[:self._used] = self._whole
             self._whole = grown
-        self._whole[len(self._row)] = [keys.size, keys[0], *keys[whole_ranks(keys.size)]]
-        self._row[group] = len(self._row)
+        self._whole[self._used] = [keys.size, keys[0], *keys[whole_ranks(keys.size)]]
+        self._row[group] = self._used
+        self._used += 1
         if self.boxes and self.boxable(group):
-            self._kept[group] = Buckets.of(keys, 64 - _DIGIT, _DIGIT)
-            if len(self._kept) > self.boxes:
-                del self._kept[max(self._kept, key=lambda g: (-self._kept[g].total, g))]
+            self._keep(group, keys)
+
+    def _keep(self, group: Hashable, keys: np.ndarray) -> None:
+        """Keep the group's bucket table if it is among the ``boxes`` largest so far."""
+        if len(self._kept) >= self.boxes:
+            last = max(self._kept, key=lambda g: (-self._kept[g].total, g))
+            if (-keys.size, group) > (-self._kept[last].total, last):
+                return
+            del self._kept[last]
+        self._kept[group] = Buckets.of(keys, 64 - _DIGIT, _DIGIT)
 
     def settle(self, source: Source) -> None:
         """Recount, in one pass over ``source``, the groups added whole and then again (a
@@ -281,6 +291,7 @@ def summarize(q: Quantiles, source: Source, boxed: Iterable[Hashable] = ()
               ) -> tuple[dict[Hashable, float], dict[Hashable, Box]]:
     """The median of every group, and the box of the ``boxed`` ones (one shared set of
     passes over ``source``)."""
+    q.settle(source)
     boxed = [g for g in boxed if q.count(g)]
     spans: dict[tuple[Hashable, float], tuple[int, int, float]] = {}
     for group in q.groups():
