@@ -328,3 +328,34 @@ def test_programs_beyond_the_box_plot_keep_exact_medians_without_quartiles(monke
         assert p.median_relative == pytest.approx(float(np.median(values.to_numpy())))
         assert p.best_speedup == pytest.approx(1 / values.min())
         assert (p.relative_box is not None) == (p.program in {"p1", "p3"})
+
+
+def test_program_medians_are_the_same_however_the_batches_split_the_graphs():
+    """A program whose graphs all come in one batch hands its values over whole; one whose
+    graphs are spread over batches, or a graph split between two (as in two table parts), is
+    counted in buckets: the same exact figures either way."""
+    rng = np.random.default_rng(3)
+    programs = {"ga": "p0", "gb": "p1", "gc": "p1", "gd": "p2", "ge": "p3"}
+    graphs = pl.DataFrame({"graph_id": list(programs), "program": list(programs.values()),
+                           "num_nodes": [5] * 5, "collection": ["layout"] * 5})
+    rows = []
+    for gid in programs:
+        values = 0.9 + rng.random(int(rng.integers(5, 40))) * 0.3
+        rows += [{"graph_id": gid, "status": "ok", "is_default": False,
+                  "relative_to_default": float(v), "relative_ci_low": float(v) * 0.98,
+                  "relative_ci_high": float(v) * (1.01 + 0.01 * i)}
+                 for i, v in enumerate(values)]
+    configs = pl.DataFrame(rows)
+    by = {gid: configs.filter(pl.col("graph_id") == gid) for gid in programs}
+    half = by["gd"].height // 2
+    batches = [pl.concat([by["ga"], by["gb"], by["gd"].head(half)]),   # p1 split, gd too
+               pl.concat([by["gc"], by["gd"].tail(-half), by["ge"]])]
+    whole = compute_stats(graphs, configs)
+    split = compute_stats(graphs, lambda: iter(batches))
+
+    def figures(stats):  # pairs are per batch: a split graph is not one graph to them
+        return [(p.program, p.relative_box, p.best_speedup, p.median_relative,
+                 p.ci_half_width) for p in stats.programs]
+
+    assert figures(split) == figures(whole)
+    assert all(p.relative_box is not None for p in whole.programs)

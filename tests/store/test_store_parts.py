@@ -170,3 +170,18 @@ def test_format_1_dataset_opens_validates_and_upgrades_on_commit(tmp_path: Path)
     assert again.configs().sort("graph_id", "config_index").equals(
         configs.sort("graph_id", "config_index"))
     assert_valid(root)
+
+
+def test_conform_to_some_columns_equals_conforming_all_then_selecting() -> None:
+    """Readers that want a few columns conform just those (no null buffers for the others):
+    same types, values, nulls for an absent column, and order as the whole schema selected."""
+    import pyarrow as pa
+
+    stored = pa.table({"relative_to_default": pa.array([1.5, None], pa.float32()),
+                       "graph_id": ["a", "b"], "status": ["ok", "noop"]})
+    wanted = ["status", "relative_ci_low", "graph_id", "relative_to_default"]
+    some = tables.conform(stored, "configs", wanted)
+    assert some.equals(tables.conform(stored, "configs").select(wanted))
+    assert some.column_names == wanted
+    assert some.schema.field("relative_to_default").type == pa.float64()
+    assert some.column("relative_ci_low").null_count == 2

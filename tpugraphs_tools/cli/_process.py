@@ -5,7 +5,9 @@ Why: Arrow picks its default allocator once, when pyarrow is loaded, from
 ``tgt validate``, which reads millions of config rows batch by batch, the system allocator kept
 peak RSS 35 MiB lower and grew less with the dataset than mimalloc, pyarrow's default
 (validate/arrow_memory.py; docs/benchmarks.md, "Scale"). Other commands keep Arrow's default:
-``tgt report`` measured worse with it. A pool the user chose in the environment stands.
+``tgt report`` peaks lower with it but grows more with the dataset (+12% from 1,200 to 4,800
+graphs, against +6% with mimalloc in the same runs). A pool the user chose in the environment
+stands.
 
 ``cli/__init__.py`` imports this module before any command module (they import pyarrow), so
 both ``tgt`` and ``python -m tpugraphs_tools.cli`` get it; importing the CLI from a process

@@ -8,6 +8,11 @@ largest key. A wanted rank falls in one bucket; if that bucket holds one distinc
 rank is known, else another pass counts the next 20 bits inside it, then the last 24: at most
 two more passes, each keeping a bucket table per wanted rank. Memory follows the number of
 distinct prefixes (the values' range), not the number of values.
+
+A group whose values all come at once (a program whose graphs are all in one batch: in a tree
+where each graph is its own program, nearly every group) needs no table: its keys are sorted
+there and only the few order statistics a median or a box can ask for are kept, in one shared
+array (a few hundred bytes a group instead of a table of kilobytes and a re-read).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 
 _SIGN = np.uint64(1 << 63)
 _DIGIT = 20  # bits counted per pass (the last pass: what is left of 64)
+QUARTILES = (0.25, 0.5, 0.75)
 
 Source = Callable[[], Iterable[tuple[Hashable, np.ndarray]]]  # (group, values), re-readable
 
@@ -79,39 +85,116 @@ class Buckets:
         return i, rank - (int(cum[i - 1]) if i else 0)
 
 
-class Quantiles:
-    """Per group, the count, extremes and exact order statistics of a stream of values."""
+def whole_ranks(n: int) -> list[int]:
+    """The ranks ``summarize`` can ask of a group of ``n`` values (QUARTILES, both sides)."""
+    return [r for p in QUARTILES for r in percentile_ranks(n, p)[:2]]
 
-    def __init__(self) -> None:
+
+class Quantiles:
+    """Per group, the count, extremes and exact order statistics of a stream of values.
+
+    ``boxes``/``boxable``: of the groups added whole, the bucket tables of the ``boxes``
+    boxable ones with the most values (ties: the smaller group; boxable groups must compare)
+    are kept for ``summarize``'s boxes; a group with fewer values cannot be among the boxes
+    drawn.
+    """
+
+    def __init__(self, boxes: int = 0,
+                 boxable: Callable[[Hashable], bool] = lambda group: True) -> None:
         self.top: dict[Hashable, Buckets] = {}
+        self.boxes, self.boxable = boxes, boxable
+        # group added whole -> row of ``_whole``: count, smallest key, keys at whole_ranks
+        self._row: dict[Hashable, int] = {}
+        self._whole = np.zeros((0, 2 + 2 * len(QUARTILES)), np.uint64)
+        self._used = 0                             # rows of _whole written
+        self._kept: dict[Hashable, Buckets] = {}   # whole groups that may get a box
+        self._again: set[Hashable] = set()         # added whole, then added to again
 
     def add(self, group: Hashable, values: np.ndarray) -> None:
+        if group in self._row:
+            self._again.add(group)
+            return
         values = np.asarray(values, dtype=np.float64)
         values = values[~np.isnan(values)]
-        if values.size:
+        if values.size and group not in self._again:
             new = Buckets.of(float_keys(values), 64 - _DIGIT, _DIGIT)
             self.top[group] = self.top.get(group, Buckets()).merge(new)
 
+    def add_whole(self, group: Hashable, values: np.ndarray) -> None:
+        """All of the group's values at once; adding to it again later costs a re-read
+        (``settle``)."""
+        if group in self.top or group in self._row or group in self._again:
+            self.add(group, values)
+            return
+        values = np.asarray(values, dtype=np.float64)
+        keys = np.sort(float_keys(values[~np.isnan(values)]))
+        if not keys.size:
+            return
+        if self._used == len(self._whole):
+            grown = np.zeros((max(64, 2 * self._used), self._whole.shape[1]), np.uint64)
+            grown[:self._used] = self._whole
+            self._whole = grown
+        self._whole[self._used] = [keys.size, keys[0], *keys[whole_ranks(keys.size)]]
+        self._row[group] = self._used
+        self._used += 1
+        if self.boxes and self.boxable(group):
+            self._keep(group, keys)
+
+    def _keep(self, group: Hashable, keys: np.ndarray) -> None:
+        """Keep the group's bucket table if it is among the ``boxes`` largest so far."""
+        if len(self._kept) >= self.boxes:
+            last = max(self._kept, key=lambda g: (-self._kept[g].total, g))
+            if (-keys.size, group) > (-self._kept[last].total, last):
+                return
+            del self._kept[last]
+        self._kept[group] = Buckets.of(keys, 64 - _DIGIT, _DIGIT)
+
+    def settle(self, source: Source) -> None:
+        """Recount, in one pass over ``source``, the groups added whole and then again (a
+        program whose graphs came in more than one batch after all)."""
+        if not self._again:
+            return
+        for group in self._again:
+            self._row.pop(group, None)   # its row in _whole stays, unused
+            self._kept.pop(group, None)
+        again, self._again = self._again, set()
+        for group, values in source():
+            if group in again:
+                self.add(group, values)
+
+    def bucket_table(self, group: Hashable) -> Buckets:
+        """The group's first-pass buckets (groups added whole: only the kept ones)."""
+        return self.top[group] if group in self.top else self._kept[group]
+
     def count(self, group: Hashable) -> int:
+        if group in self._row:
+            return int(self._whole[self._row[group], 0])
         return self.top[group].total if group in self.top else 0
 
     def low(self, group: Hashable) -> float | None:
         """The group's smallest value (None: no values)."""
+        if group in self._row:
+            return key_float(self._whole[self._row[group], 1])
         b = self.top.get(group)
         return key_float(b.lo[0]) if b is not None and b.lo.size else None
 
     def groups(self) -> list[Hashable]:
-        return list(self.top)
+        return [*self.top, *self._row]
 
     def select(self, wanted: Iterable[tuple[Hashable, int]], source: Source
                ) -> dict[tuple[Hashable, int], float]:
         """The exact value of each (group, rank); ``source`` re-reads the values added (only
-        when a rank's bucket holds several distinct values)."""
+        when a rank's bucket holds several distinct values). A group added whole answers
+        the ranks of ``whole_ranks`` only."""
         found: dict[tuple[Hashable, int], float] = {}
         # target -> (prefix of the key known so far, bits known, rank among keys with it)
         open_: dict[tuple[Hashable, int], tuple[int, int, int]] = {}
         for target in set(wanted):
             group, rank = target
+            if group in self._row:
+                row = self._whole[self._row[group]]
+                found[target] = key_float(row[2 + whole_ranks(int(row[0])).index(rank)])
+                continue
             b = self.top[group]
             i, within = b.find(rank)
             if b.lo[i] == b.hi[i]:
@@ -208,15 +291,16 @@ def summarize(q: Quantiles, source: Source, boxed: Iterable[Hashable] = ()
               ) -> tuple[dict[Hashable, float], dict[Hashable, Box]]:
     """The median of every group, and the box of the ``boxed`` ones (one shared set of
     passes over ``source``)."""
+    q.settle(source)
     boxed = [g for g in boxed if q.count(g)]
     spans: dict[tuple[Hashable, float], tuple[int, int, float]] = {}
     for group in q.groups():
         n = q.count(group)
-        for p in ((0.25, 0.5, 0.75) if group in boxed else (0.5,)):
+        for p in (QUARTILES if group in boxed else (0.5,)):
             spans[(group, p)] = percentile_ranks(n, p)
     found = q.select([(g, r) for (g, _), (a, b, _) in spans.items() for r in (a, b)], source)
     value = {(g, p): lerp(found[(g, a)], found[(g, b)], t) for (g, p), (a, b, t) in spans.items()}
     medians = {g: value[(g, 0.5)] for g in q.groups()}
-    boxes = {g: _box(q.top[g], value[(g, 0.25)], value[(g, 0.5)], value[(g, 0.75)])
+    boxes = {g: _box(q.bucket_table(g), value[(g, 0.25)], value[(g, 0.5)], value[(g, 0.75)])
              for g in boxed}
     return medians, boxes

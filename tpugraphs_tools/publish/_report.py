@@ -51,6 +51,9 @@ def write_report(data: str | Path, out: str | Path, *, overwrite: bool = False) 
     """Compute the stats of ``data`` and write ``out/index.html`` + PNGs (replaced whole)."""
     check_separate(data, out)
     dataset = Dataset.open(data)
+    # the report reads tables and never commits: the manifest's checksums, an entry per file
+    # (per graph), would only stay in memory through every pass
+    dataset.manifest.pop("files", None)
     stats = compute_stats(dataset.graphs(),
                           lambda: dataset.key_batches("configs", list(STATS_COLUMNS)))
     title = f"Dataset report: {Path(data).resolve().name}"

@@ -8,6 +8,7 @@ the same configs would reach before reading any cost model's score.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,7 +56,7 @@ class PooledCeiling:
     unknown: int         # graphs with labels but no CI
 
 
-def label_stats(graphs: pl.DataFrame, configs: pl.LazyFrame) -> list[GraphLabels]:
+def label_stats(programs_of: Mapping[str, str], configs: pl.LazyFrame) -> list[GraphLabels]:
     """One entry per graph with ok labelled configs (controls are not configs, but the
     ceiling reads the shared part of the label errors from them)."""
     present = set(configs.collect_schema().names())
@@ -65,7 +66,6 @@ def label_stats(graphs: pl.DataFrame, configs: pl.LazyFrame) -> list[GraphLabels
     rows = configs.select(columns).filter(
         pl.col("status").is_in(["ok", "control"]) & pl.col("relative_to_default").is_not_null()
     ).collect(engine="streaming")
-    programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
     out = []
     for (graph_id,), group in sorted(rows.partition_by("graph_id", as_dict=True).items()):
         if not (group["status"] == "ok").any():

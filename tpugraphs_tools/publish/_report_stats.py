@@ -118,7 +118,10 @@ def _source(configs: pl.DataFrame | pl.LazyFrame | Batches) -> Batches:
     return configs
 
 
-def _values(batch: pl.DataFrame) -> Iterator[tuple[Hashable, np.ndarray]]:
+Group = tuple[str, str | None]  # (what, program; None: all programs)
+
+
+def _values(batch: pl.DataFrame) -> Iterator[tuple[Group, np.ndarray]]:
     """The values medians and boxes are taken of, by (what, program; None: all programs)."""
     names = set(batch.columns)
     if "relative_to_default" not in names:
@@ -141,18 +144,23 @@ class _Tally:
     """Everything but medians and boxes, summed over batches of whole graphs."""
 
     def __init__(self, graphs: pl.DataFrame) -> None:
-        self.graphs = graphs
         self.programs_of = dict(graphs.select(["graph_id", "program"]).iter_rows())
+        # the map as two columns, made once: a dict handed to polars is converted per batch
+        self._ids = pl.Series(list(self.programs_of), dtype=pl.String)
+        self._programs = pl.Series(list(self.programs_of.values()), dtype=pl.String)
         self.statuses: Counter[object] = Counter()
         self.per_program: dict[str, Counter[str]] = {}
         self.per_graph: Counter[tuple[str, str]] = Counter()  # (graph, "n" | "ok")
         self.labels: list[GraphLabels] = []
-        self.quantiles = Quantiles()
+        self.graphs_of: Counter[str] = Counter(self.programs_of.values())
+        # a program with all its graphs in one batch hands its values over whole: no bucket
+        # table, no re-read (_quantiles); only the programs the box plot may draw keep one
+        self.quantiles = Quantiles(MAX_BOXES, _boxable)
         self.failures: Counter[str] = Counter()
 
     def with_program(self, batch: pl.DataFrame) -> pl.DataFrame:
         return batch.select([c for c in COLUMNS if c in batch.columns]).with_columns(
-            pl.col("graph_id").replace_strict(self.programs_of, default=None,
+            pl.col("graph_id").replace_strict(self._ids, self._programs, default=None,
                                               return_dtype=pl.String).alias("program"))
 
     def add(self, batch: pl.DataFrame) -> None:
@@ -164,11 +172,16 @@ class _Tally:
             for status, message, n in failed.group_by("status", "error_message").len() \
                     .iter_rows():
                 self.failures[reason_of(status, message)] += n
+        whole = {p for p, n in batch.group_by("program").agg(pl.col("graph_id").n_unique())
+                 .iter_rows() if p is not None and n == self.graphs_of[p]}
         for group, values in _values(batch):
-            self.quantiles.add(group, values)
+            if group[1] in whole:
+                self.quantiles.add_whole(group, values)
+            else:
+                self.quantiles.add(group, values)
         for program, pairs in _separation(batch).items():
             self.per_program.setdefault(program, Counter()).update(pairs)
-        self.labels += label_stats(self.graphs, batch.lazy())
+        self.labels += label_stats(self.programs_of, batch.lazy())
         # control rows are not configs: timing checks (store/counts.py)
         configs = batch.filter(~pl.col("status").is_in(CONTROL_STATUSES))
         counts = configs.group_by("program").agg(
@@ -211,10 +224,12 @@ def compute_stats(graphs: pl.DataFrame,
     tally = _Tally(graphs)
     for batch in source():
         tally.add(batch)
+    def values() -> Iterator[tuple[Hashable, np.ndarray]]:
+        return (v for b in source() for v in _values(tally.with_program(b)))
+
+    tally.quantiles.settle(values)
     boxed = _boxed(tally.quantiles, set(tally.programs_of.values()))
-    medians, boxes = summarize(
-        tally.quantiles, lambda: (v for b in source() for v in _values(tally.with_program(b))),
-        boxed)
+    medians, boxes = summarize(tally.quantiles, values, boxed)
     graph_counts = dict(graphs.group_by("program").len().iter_rows())
     per_program: list[ProgramStats] = []
     for program in sorted(graph_counts):
@@ -254,6 +269,10 @@ def compute_stats(graphs: pl.DataFrame,
         labels=sorted(tally.labels, key=lambda g: g.graph_id),
         failures=dict(tally.failures.most_common()),
     )
+
+
+def _boxable(group: Hashable) -> bool:
+    return isinstance(group, tuple) and group[0] == "relative"
 
 
 def _boxed(quantiles: Quantiles, programs: set[str]) -> list[tuple[str, str]]:

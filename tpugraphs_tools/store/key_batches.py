@@ -102,7 +102,7 @@ def key_batches(root: Path, info: TableInfo, columns: list[str],
             offset = 0
             for batch in pf.iter_batches(batch_size=batch_rows, columns=stored,
                                          use_threads=False):
-                table = conform(pa.Table.from_batches([batch]), info.name).select(columns)
+                table = conform(pa.Table.from_batches([batch]), info.name, columns)
                 frame = pl.from_arrow(table)
                 assert isinstance(frame, pl.DataFrame)
                 frame = frame.with_row_index(ROW, offset)

@@ -144,9 +144,17 @@ def parts_for_key(info: TableInfo, value: Any) -> list[Part]:
     return [p for p in info.parts if p.may_hold({value})]
 
 
-def conform(table: pa.Table, name: str) -> pa.Table:
-    """``table`` in the current schema's column order and types; absent columns become null."""
+def conform(table: pa.Table, name: str, columns: list[str] | None = None) -> pa.Table:
+    """``table`` in the current schema's column order and types; absent columns become null.
+
+    ``columns``: only those, in that order. A reader that wants a few columns asks here
+    rather than selecting after: every absent column is a buffer of nulls the size of the
+    batch, and Arrow's allocator kept pages of them batch after batch (``tgt report``'s peak
+    grew with the number of batches read; docs/benchmarks.md, "Scale").
+    """
     schema = arrow_schema(name)
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
     cols = [table.column(f.name).cast(f.type) if f.name in table.column_names
             else pa.nulls(table.num_rows, f.type) for f in schema]
     return pa.Table.from_arrays(cols, schema=schema)
@@ -159,8 +167,7 @@ def iter_batches(root: Path, part: Part, name: str,
     with pq.ParquetFile(root / part.file) as pf:
         for i in range(pf.num_row_groups):
             group = pf.read_row_group(i, use_threads=False)
-            table = conform(group, name)
-            yield table if columns is None else table.select(columns)
+            yield conform(group, name, columns)
 
 
 def key_range(table: pa.Table, key: str) -> tuple[Any, Any]:
