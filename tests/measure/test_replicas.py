@@ -211,8 +211,24 @@ def test_an_item_whose_processes_disagree_gets_its_own_spread():
     spread = ProcessSpread()
     tight = [[0.001 * (i + p) for p in range(4)] for i in range(6)]
     spread.add_batch(tight, [[0.005] * 4] * 6)
-    center, _, half = combined_interval([-0.04, 0.61, 0.63, 0.62], [0.03] * 4, [50] * 4,
-                                        spread)
+    bimodal = ([-0.04, 0.61, 0.63, 0.62], [0.03] * 4, [50] * 4, spread)
+    center, _, half = combined_interval(*bimodal, item_spread=True)
     assert center - half < 0 < center + half          # the default is inside its CI
-    pooled = combined_interval([0.30, 0.31, 0.30, 0.31], [0.03] * 4, [50] * 4, spread)
+    pooled = combined_interval([0.30, 0.31, 0.30, 0.31], [0.03] * 4, [50] * 4, spread,
+                               item_spread=True)
     assert pooled[0] - pooled[2] > 0                   # an item that agrees is still apart
+    # Without it (whole programs) the batch's pooled spread stands for every item.
+    center, _, half = combined_interval(*bimodal)
+    assert center - half > 0
+
+
+def test_only_tile_kernel_sessions_use_an_items_own_spread():
+    """Layout (whole programs) keeps the pooled spread: there the item rule cost 3-10 points
+    of claims and no claimed order needed it (docs/benchmarks/history/
+    2026-12-06-layout-item-spread.md); tile kernels use it."""
+    from tpugraphs_tools.measure import MeasureOptions
+    from tpugraphs_tools.measure.options import kernel_session, layout_session
+
+    layout, _ = layout_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none")
+    kernel, _ = kernel_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none", False)
+    assert not layout.item_spread and kernel.item_spread

@@ -58,6 +58,11 @@ class SessionSpec:
     # "host", "device" (the first device timer that works) or a timer's name
     # (measure/device_timer.py); a device timer that does not work falls back to "host".
     timer: str = "host"
+    # Paired engine, three or more processes: a config whose own processes disagree more than
+    # the batch's pooled spread gets a CI from its own spread (replicas.combined_interval).
+    # On for tile kernels, where microsecond kernels ran ~1.8x slower in some processes only;
+    # off for whole programs, where it cost claims and no claimed order needed it.
+    item_spread: bool = False
 
 
 @dataclass(frozen=True)

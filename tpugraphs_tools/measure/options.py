@@ -267,8 +267,9 @@ def kernel_session(opts: MeasureOptions, text: str, rtol: float,
                    ) -> tuple[SessionSpec, PipelineOptions]:
     """Worker specs of one tile kernel: ``opts.timing``'s engine as for layout, deduplicated on
     generated code (an option that changes neither the HLO nor the code is a no-op), the
-    optimized HLO returned with each result."""
+    optimized HLO returned with each result, and a config's own process spread used where it
+    is the larger (``SessionSpec.item_spread``)."""
     layout, pipeline = layout_session(opts, text, rtol, compile_options, isolation, timer)
     spec = replace(layout, dedupe_on_code=True, return_optimized=True,
-                   fresh_compiler_per_job=fresh_compiler_per_job)
+                   fresh_compiler_per_job=fresh_compiler_per_job, item_spread=True)
     return spec, pipeline

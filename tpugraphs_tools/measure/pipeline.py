@@ -230,7 +230,8 @@ class PipelinedMeasurer(CompileSide):
         self._phase = 0
         results = state.timed_by[0]
         if len(state.timed_by) > 1:
-            results = combine(state.timed_by, self.spread, self.spec.stop.confidence)
+            results = combine(state.timed_by, self.spread, self.spec.stop.confidence,
+                              item_spread=self.spec.item_spread)
         ok = {r.index for r in results if r.status == OK and r.repeat_of is None}
         self.repeats.keep(item for item in state.batch if item.index in ok)
         for result in results:
@@ -286,7 +287,8 @@ class PipelinedMeasurer(CompileSide):
             timed_by.append(results)
             k = next((r.runs_per_sample for r in results if r.runs_per_sample), None)
         self._phase = 0
-        results = combine(timed_by, self.spread, self.spec.stop.confidence) \
+        results = combine(timed_by, self.spread, self.spec.stop.confidence,
+                          item_spread=self.spec.item_spread) \
             if len(timed_by) > 1 else timed_by[0]
         for result in results:
             on_result(result)

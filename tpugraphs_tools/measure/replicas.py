@@ -8,8 +8,9 @@ the default's own share of it moved every ratio of a run together (docs/benchmar
 every batch is timed in ``processes`` measurement processes (each with its share of the copies
 and of the round and time caps); a label is the mean of their log-ratios, and its variance
 adds the item's and the default's between-process variance, pooled over the graph's batches
-(:class:`ProcessSpread`), with Satterthwaite's degrees of freedom for the CI; an item whose own
-processes disagree more than that gets its own spread (``combined_interval``).
+(:class:`ProcessSpread`), with Satterthwaite's degrees of freedom for the CI; in a tile
+kernel, an item whose own processes disagree more than that gets its own spread
+(``combined_interval``, ``item_spread``).
 """
 
 from __future__ import annotations
@@ -161,13 +162,14 @@ class ProcessSpread:
 
 
 def combined_interval(centers: Sequence[float], ses: Sequence[float], dfs: Sequence[int],
-                      spread: ProcessSpread, confidence: float = 0.95
-                      ) -> tuple[float, float, float]:
+                      spread: ProcessSpread, confidence: float = 0.95, *,
+                      item_spread: bool = False) -> tuple[float, float, float]:
     """(mean log-ratio, its se, CI half-width) over processes: variance Σse²/P² (the
     processes' own) + ``spread.between()``/P (the item's and the default's process effects),
     t quantile with Satterthwaite's df (the within part with the processes' summed df).
 
-    Unless the item's own processes (three or more) disagree more than that: its variance
+    With ``item_spread`` (tile kernels), unless the item's own processes (three or more)
+    disagree more than that: its variance
     across them, less their mean se², then stands for the process term, with the t quantile
     of P − 1 df (with two processes, one df would make such a CI useless). Why:
     a config's process effect is not Gaussian. A 9 µs tile kernel ran ~1.8× slower in one,
@@ -175,12 +177,15 @@ def combined_interval(centers: Sequence[float], ses: Sequence[float], dfs: Seque
     and the next collection drew it differently; the spread pooled over a batch's items
     hid that. Recomputed on two pairs of resnet18 tiny tile collections, this kept 98.3% and
     98.7% of claimed orders (97.4% and 96.6% without) for 42.6% and 50.4% of pairs claimed
-    (docs/benchmarks/history/2026-12-06-tile-rerun-spread.md)."""
+    (docs/benchmarks/history/2026-12-06-tile-rerun-spread.md). Whole programs (layout) do
+    without: recomputed on two pairs each of resnet18 and bert tiny layout collections it
+    claimed 25.8% / 28.0% of pairs instead of 28.4% / 37.9%, and all 175 claims made without
+    it were kept (docs/benchmarks/history/2026-12-06-layout-item-spread.md)."""
     p = len(centers)
     center = float(np.mean(centers))
     within = float(np.sum(np.square(ses))) / p ** 2
     extra, extra_df = spread.between()
-    if p > 2:
+    if item_spread and p > 2:
         own = float(np.var(centers, ddof=1)) - float(np.mean(np.square(ses)))
         if own > extra:
             total = within + own / p
@@ -236,7 +241,7 @@ def partial_between(per_process: Sequence[Sequence[ConfigResult]], spread: Proce
 
 
 def combine(per_process: Sequence[Sequence[ConfigResult]], spread: ProcessSpread,
-            confidence: float = 0.95) -> list[ConfigResult]:
+            confidence: float = 0.95, *, item_spread: bool = False) -> list[ConfigResult]:
     """One result per item of a batch from the same batch timed in each process (in the
     first process's order). An item timed in every process gets the combined label and adds
     to ``spread`` (before the labels are computed, so a batch's own items count); an item
@@ -250,18 +255,18 @@ def combine(per_process: Sequence[Sequence[ConfigResult]], spread: ProcessSpread
         if failed:
             out.append(failed[0])
         elif any(g is t for t in timed):
-            out.append(_merge(g, spread, confidence))
+            out.append(_merge(g, spread, confidence, item_spread))
         else:
             out.append(g[0])
     return out
 
 
 def _merge(group: list[ConfigResult], spread: ProcessSpread,
-           confidence: float) -> ConfigResult:
+           confidence: float, item_spread: bool) -> ConfigResult:
     centers = [r.log_center or 0.0 for r in group]
     ses = [r.log_se or 0.0 for r in group]
     center, se, half = combined_interval(centers, ses, [r.df or 1 for r in group], spread,
-                                         confidence)
+                                         confidence, item_spread=item_spread)
     rounds = [r.rounds or 0 for r in group]
     return dataclasses.replace(
         group[0],
