@@ -132,8 +132,8 @@ def test_collect_without_inputs_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_collect_summary_shows_the_noise_floor() -> None:
+    from tpugraphs_tools.cli._collect_summary import print_config_summary
     from tpugraphs_tools.cli._common import terminal
-    from tpugraphs_tools.cli.collect_cmd import _print_config_summary
 
     summary = {"configs": 5, "labels": 5, "control_rows": 5,
                "status": {"ok": 5, "control": 3, "repeat": 2},
@@ -141,7 +141,7 @@ def test_collect_summary_shows_the_noise_floor() -> None:
                "controls": 3, "controls_holding_1": 2, "noise_floor": 0.015,
                "control_range": (0.97, 1.01)}
     with terminal.console.capture() as captured:
-        _print_config_summary({"g": summary})
+        print_config_summary({"g": summary})
     text = flat(captured.get())
     assert "noisefloor" in text and "±1.50%" in text and "2/3batches" in text
     assert "±2.10%" in text
@@ -160,17 +160,17 @@ def _layout_summary(width: int, *, unbounded: bool = False) -> str:
 
     from rich.console import Console
 
-    from tpugraphs_tools.cli import _common, collect_cmd
+    from tpugraphs_tools.cli import _collect_summary, _common
     from tpugraphs_tools.cli._common import Terminal
 
     out = io.StringIO()
     term = Terminal(Console(file=out, width=width), Console(file=io.StringIO()))
     term.unbounded = unbounded
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(collect_cmd, "terminal", term)
+        patch.setattr(_collect_summary, "terminal", term)
         patch.setattr(_common, "terminal", term)
-        collect_cmd._print_config_summary({"keras_hub/bert.972965f45543": SUMMARY,
-                                           "mlp.0123456789ab": SUMMARY})
+        _collect_summary.print_config_summary({"keras_hub/bert.972965f45543": SUMMARY,
+                                                 "mlp.0123456789ab": SUMMARY})
     return out.getvalue()
 
 
