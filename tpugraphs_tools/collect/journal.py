@@ -35,7 +35,6 @@ class PartialGraph(TypedDict):
     """A graph whose collection was interrupted: its journal's header and rows so far."""
 
     header: Mapping[str, Any]  # as the journal's first line holds it ({} if unreadable)
-    measured: int
     statuses: dict[str, int]   # journaled rows by status (``ok``, ``control``, errors...)
 
 
@@ -87,7 +86,7 @@ class ConfigJournal:
 
 
 def partial_collections(root: Path) -> dict[str, PartialGraph]:
-    """graph_id → {header, rows measured, rows by status} for every unfinished graph."""
+    """graph_id → {header, journaled rows by status} for every unfinished graph."""
     out: dict[str, PartialGraph] = {}
     work = root / WORK_DIR
     if not work.is_dir():
@@ -106,6 +105,5 @@ def partial_collections(root: Path) -> dict[str, PartialGraph]:
             else:
                 status = str(record.get("status", "unknown"))
                 statuses[status] = statuses.get(status, 0) + 1
-        out[path.stem] = {"header": header, "measured": sum(statuses.values()),
-                          "statuses": dict(sorted(statuses.items()))}
+        out[path.stem] = {"header": header, "statuses": dict(sorted(statuses.items()))}
     return out

@@ -67,7 +67,7 @@ def collection_status(root: str | Path) -> CollectionStatus:
         tiles[path.name.removesuffix(KERNELS_SUFFIX)] = {
             "program": record["program"], "kernels": len(ids),
             "committed": [g for g in ids if g in graph_ids],
-            "in_progress": {g: partial[g]["measured"] for g in ids if g in partial},
+            "in_progress": {g: sum(partial[g]["statuses"].values()) for g in ids if g in partial},
             "skipped": dict(record["skipped"]),
             "left": [g for g in ids if g not in graph_ids and g not in partial
                      and g not in skipped_ids]}
