@@ -30,7 +30,6 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-OPCODES_CSV = ROOT.parent / "shared" / "reference" / "tpugraphs_opcodes.csv"
 TGT = str(Path(sys.executable).with_name("tgt"))
 MODES = ("infer", "train")
 
@@ -134,10 +133,10 @@ def run_collect(names: Iterable[str], collections: list[str], configs: int,
 
 
 def _reference_opcodes() -> set[str]:
-    import csv
+    """TpuGraphs' opcode names (ids 1-120; the tests hold them equal to the reference table)."""
+    from tpugraphs_tools.format import OPCODE_NAMES
 
-    with OPCODES_CSV.open() as f:
-        return {row["name"] for row in csv.DictReader(f) if row["name"] != "unknown"}
+    return {name for name in OPCODE_NAMES if name != "unknown"}
 
 
 def _classes() -> list[str]:
@@ -208,7 +207,7 @@ def report(lower_path: Path, collect_path: Path, preset: str) -> str:
             reach["zoo" if key.split("|")[0] in zoo else "catalog"].update(r["opcodes"])
     zoo_ops, cat_ops = reach["zoo"] & reference, reach["catalog"] & reference
     opcodes = [f"TpuGraphs opcode vocabulary: {len(reference)} names "
-               f"(`tpugraphs_opcodes.csv` without `unknown`); un-optimised HLO at `{preset}`, "
+               f"(`format.OPCODE_NAMES` without `unknown`); un-optimised HLO at `{preset}`, "
                "infer + train:", "",
                f"- zoo: {len(zoo_ops)}", f"- catalog: {len(cat_ops)}",
                f"- together: {len(zoo_ops | cat_ops)}",
