@@ -254,9 +254,11 @@ def main() -> int:
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: tables from the runs in --save (each method shows "
                         "its own number of seeds)")
-    parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
+    parser.add_argument("--write", action="store_true",
+                        help="update docs/benchmarks.md (verdicts) and "
+                        "docs/benchmarks/cost-model.md (every table)")
     parser.add_argument("--title", default="Reference cost model on the reference plan",
-                        help="the docs/benchmarks.md section --write replaces")
+                        help="the section --write replaces on both pages")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     variants = args.variants.split(",")
@@ -297,10 +299,14 @@ def main() -> int:
     records = [r for r in done["records"] if r["seed"] in seeds and r["variant"] in variants]
     body = render(args.data, records, seeds, args.epochs, done["runs"])
     print(body)
-    if args.write:
-        from _doc import record  # bench/ is on sys.path when run as a script
+    if args.write:  # the verdicts on the page of current figures, every table beside it
+        from _doc import DETAILS, heading_id, record  # bench/ is on sys.path as a script
 
-        record(args.title, body)
+        tables = DETAILS / "cost-model.md"
+        record(args.title, summary(args.data, records)
+               + f"\n\nEvery table: [{tables.name}]({DETAILS.name}/{tables.name}"
+               f"#{heading_id(args.title)}).")
+        record(args.title, body, doc=tables)
     return 0
 
 
@@ -315,6 +321,12 @@ def merged(records: list[dict], collection: str) -> list[dict]:
                                                          "strategy": r["strategy"]})
         row.update({k: v for k, v in r.items() if isinstance(v, dict)})
     return list(by.values())
+
+
+def summary(data: Path, records: list[dict]) -> str:
+    """The labels' summary and the verdicts: what docs/benchmarks.md shows of a run."""
+    layout, tile = merged(records, "layout"), merged(records, "tile")
+    return "\n".join([label_summary(data), "", *verdicts(layout, tile)])
 
 
 def render(data: Path, records: list[dict], seeds: list[int], epochs: int,

@@ -7,7 +7,7 @@ Two modes, both resumable (results accumulate in a JSON file, one record per ent
     .venv/bin/python bench/bench_catalog.py lower --preset tiny --json catalog-lower.json
     # `tgt collect --program E --preset tiny --configs 4` (layout and tile) + `tgt validate`
     .venv/bin/python bench/bench_catalog.py collect --json catalog-collect.json
-    # the table of all keras-hub backbone classes from both files, into docs/benchmarks.md
+    # coverage into docs/benchmarks.md, every backbone class into docs/benchmarks/catalog-breadth.md
     .venv/bin/python bench/bench_catalog.py report --lower catalog-lower.json \
         --collect catalog-collect.json --write
 """
@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-OPCODES_CSV = ROOT.parent / "shared" / "reference" / "tpugraphs_opcodes.csv"
 TGT = str(Path(sys.executable).with_name("tgt"))
+TITLE = "keras-hub catalog: breadth"  # its section of docs/benchmarks.md
 MODES = ("infer", "train")
 
 
@@ -134,10 +134,10 @@ def run_collect(names: Iterable[str], collections: list[str], configs: int,
 
 
 def _reference_opcodes() -> set[str]:
-    import csv
+    """TpuGraphs' opcode names (ids 1-120; the tests hold them equal to the reference table)."""
+    from tpugraphs_tools.format import OPCODE_NAMES
 
-    with OPCODES_CSV.open() as f:
-        return {row["name"] for row in csv.DictReader(f) if row["name"] != "unknown"}
+    return {name for name in OPCODE_NAMES if name != "unknown"}
 
 
 def _classes() -> list[str]:
@@ -163,8 +163,9 @@ def _state(entry_names: list[str], lowered: dict, collected: dict, preset: str) 
     return "<br>".join(cells)
 
 
-def report(lower_path: Path, collect_path: Path, preset: str) -> str:
-    """Markdown: coverage counts, the 79-class table, per-entry sizes, opcode reach."""
+def report(lower_path: Path, collect_path: Path, preset: str) -> tuple[str, str]:
+    """Markdown: coverage counts and opcode reach (docs/benchmarks.md); the 79-class table and
+    per-entry sizes (the full tables' page)."""
     from tpugraphs_tools.programs import list_programs
     from tpugraphs_tools.programs.catalog import catalog_entries
     from tpugraphs_tools.programs.catalog._status import class_notes
@@ -208,13 +209,12 @@ def report(lower_path: Path, collect_path: Path, preset: str) -> str:
             reach["zoo" if key.split("|")[0] in zoo else "catalog"].update(r["opcodes"])
     zoo_ops, cat_ops = reach["zoo"] & reference, reach["catalog"] & reference
     opcodes = [f"TpuGraphs opcode vocabulary: {len(reference)} names "
-               f"(`tpugraphs_opcodes.csv` without `unknown`); un-optimised HLO at `{preset}`, "
-               "infer + train:", "",
-               f"- zoo: {len(zoo_ops)}", f"- catalog: {len(cat_ops)}",
-               f"- together: {len(zoo_ops | cat_ops)}",
-               f"- only the catalog reaches: {', '.join(sorted(cat_ops - zoo_ops)) or '-'}",
-               f"- only the zoo reaches: {', '.join(sorted(zoo_ops - cat_ops)) or '-'}"]
-    return "\n".join([*summary, "", *rows, "", *opcodes, "", *sizes])
+               f"(`format.OPCODE_NAMES` without `unknown`). Un-optimised HLO at `{preset}`, "
+               f"infer + train, reaches {len(zoo_ops)} from the zoo, {len(cat_ops)} from the "
+               f"catalog, {len(zoo_ops | cat_ops)} together; only the catalog: "
+               f"{', '.join(sorted(cat_ops - zoo_ops)) or '-'}; only the zoo: "
+               f"{', '.join(sorted(zoo_ops - cat_ops)) or '-'}."]
+    return "\n".join([*summary, "", *opcodes]), "\n".join([*rows, "", *sizes])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     col.add_argument("--configs", type=int, default=4)
     col.add_argument("--max-kernels", type=int, default=2, help="tile: kernels per program")
     col.add_argument("--timeout", type=float, default=900.0, help="seconds per command")
-    col.add_argument("--timing", default="",
+    col.add_argument("--timing-flags", default="",
                      help="extra timing flags, e.g. '--engine fixed --fixed-rounds 3' (the "
                           "check is that each entry collects and validates, not its labels)")
     col.add_argument("--programs", default="", help="comma-separated (default: all)")
@@ -251,15 +251,19 @@ def main(argv: list[str] | None = None) -> int:
     elif ns.cmd == "collect":
         names = [n for n in ns.programs.split(",") if n] or catalog
         run_collect(names, ns.collections.split(","), ns.configs, ns.max_kernels,
-                    ns.timing.split(), ns.timeout, ns.json)
+                    ns.timing_flags.split(), ns.timeout, ns.json)
     else:
-        body = report(ns.lower, ns.collect, ns.preset)
-        print(body)
+        body, tables = report(ns.lower, ns.collect, ns.preset)
+        print(body, tables, sep="\n\n")
         if ns.write:
             sys.path.insert(0, str(ROOT / "bench"))
-            from _doc import record
+            from _doc import DETAILS, heading_id, record
 
-            record("keras-hub catalog: breadth", body)
+            page = DETAILS / "catalog-breadth.md"
+            record(TITLE, f"{body}\n\nEvery keras-hub class with its entries and state, and "
+                   f"each entry's size: [{page.name}]({DETAILS.name}/{page.name}"
+                   f"#{heading_id(TITLE)}).")
+            record(TITLE, tables, doc=page)
     return 0
 
 

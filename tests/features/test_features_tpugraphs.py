@@ -13,14 +13,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tpugraphs_tools.configs import (
+    NUM_LAYOUT_FEATURES,
+    NUM_TILE_FEATURES,
+    SLOTS,
+    LayoutConfig,
+    bounds_features,
+)
 from tpugraphs_tools.features import NUM_NODE_FEATURES, featurize
-from tpugraphs_tools.features.tpugraphs import Graph
+from tpugraphs_tools.features.tpugraphs import ELEMENT_TYPES, Graph
 from tpugraphs_tools.format import OPCODE_NAMES
 from tpugraphs_tools.hlo import parse_hlo_text
 
 HERE = Path(__file__).resolve().parent
-# shared/ lies beside the repository (developers and CI alike).
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference"
+# The TpuGraphs reference tables (tests/format/data/reference/README.md says where from).
+REFERENCE = Path(__file__).resolve().parents[1] / "format" / "data" / "reference"
 
 # Product-of-a-list columns: 1 when the list is empty (no window / not a slice / no padding).
 PRODUCT_COLUMNS = (44, 52, 60, 68, 76, 84, 112, 116, 120, 124, 128, 132)
@@ -222,15 +229,55 @@ def test_opcode_ids_follow_the_reference_table(spot: Graph) -> None:
     assert ids["sl"] == 92    # slice
 
 
-@pytest.mark.skipif(not (REFERENCE / "tpugraphs_opcodes.csv").exists(),
-                    reason="reference tables not on this machine")
+def reference_rows(name: str) -> list[dict[str, str]]:
+    with open(REFERENCE / name) as f:
+        return list(csv.DictReader(f))
+
+
 def test_opcode_table_equals_reference_csv() -> None:
-    with open(REFERENCE / "tpugraphs_opcodes.csv") as f:
-        rows = list(csv.DictReader(f))
+    rows = reference_rows("tpugraphs_opcodes.csv")
     assert len(rows) == len(OPCODE_NAMES) == 121
     assert all(OPCODE_NAMES[int(r["id"])] == r["name"] for r in rows)
-    with open(REFERENCE / "tpugraphs_node_features.csv") as f:
-        assert len(list(csv.DictReader(f))) == NUM_NODE_FEATURES
+
+
+def test_node_feature_columns_are_the_reference_names() -> None:
+    """The featurizer's element-type order and the column groups the spot checks above were
+    worked out with, read against the names of the reference table."""
+    names = [r["name"] for r in reference_rows("tpugraphs_node_features.csv")]
+    assert len(names) == NUM_NODE_FEATURES
+    types = [n.removeprefix("shape_element_type_is_").removesuffix("_type") for n in names
+             if n.startswith("shape_element_type_is_")]
+    assert types == list(ELEMENT_TYPES)
+    assert names.index("shape_element_type_is_invalid_type") == 2
+
+    def columns(prefix: str) -> list[int]:
+        return [i for i, n in enumerate(names) if n.startswith(prefix)]
+
+    assert columns("window_") == list(WINDOW)
+    assert columns("convolution_dim_numbers_") == list(CONV)
+    assert columns("slice_dims_") == list(SLICE)
+    assert columns("dynamic_slice_sizes_") == list(DYNAMIC_SLICE)
+    assert columns("padding_config_") == list(PAD)
+    assert [i for i in range(WINDOW.start, PAD.stop) if names[i].endswith("_product")] == \
+        list(PRODUCT_COLUMNS)
+
+
+def test_config_feature_columns_are_the_reference_names() -> None:
+    rows = reference_rows("tpugraphs_config_features.csv")
+    layout = [r["name"] for r in rows if r["collection"] == "layout"]
+    rank = NUM_LAYOUT_FEATURES // len(SLOTS)
+    assert layout == [f"{slot}_layout_{i}" for slot in SLOTS for i in range(rank)]
+    row = LayoutConfig.of({(0, SLOTS.index("kernel")): (1, 0)}).encode(1)[0]
+    assert {n: v for n, v in zip(layout, row.tolist(), strict=True) if v != -1} == \
+        {"kernel_layout_0": 1, "kernel_layout_1": 0}
+    tile = [r["name"] for r in rows if r["collection"] == "tile"]
+    feat = dict(zip(tile, bounds_features((2, 3), (5,), (7, 11, 13)).tolist(), strict=True))
+    assert len(tile) == NUM_TILE_FEATURES
+    assert {n: v for n, v in feat.items() if v} == {
+        "kernel_bounds_0": 2, "kernel_bounds_1": 3, "kernel_bounds_sum": 5,
+        "kernel_bounds_product": 6, "output_bounds_0": 5, "output_bounds_sum": 5,
+        "output_bounds_product": 5, "input_bounds_0": 7, "input_bounds_1": 11,
+        "input_bounds_2": 13, "input_bounds_sum": 31, "input_bounds_product": 1001}
 
 
 EDGES = """\

@@ -1,5 +1,5 @@
 """Every constrained slot of the recorded GPU layout collection, located in gpt small's optimized
-XLA:GPU module (H200, jax 0.11.2; /work/shared/data/gpu_h200_2026-12-04 on the lead's machine).
+XLA:GPU module (H200, jax 0.11.2; docs/benchmarks/history/2026-12-04-gpu-h200-first-run.md).
 
 Fixtures in tests/measure/data, gzipped as recorded: ``gpu_gpt_small_unoptimized.hlo.gz`` is the
 dataset's graphs/gpt.814772b10a1e.hlo.pb printed by ``hlo.proto_to_text`` (the module tgt

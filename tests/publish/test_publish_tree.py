@@ -23,8 +23,9 @@ from tpugraphs_tools.publish import (
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
-# shared/ lies beside the repository (developers and CI alike).
-REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "tpugraphs_npz_keys.csv"
+# The TpuGraphs reference tables (tests/format/data/reference/README.md says where from).
+REFERENCE = (Path(__file__).resolve().parents[1] / "format" / "data" / "reference"
+             / "tpugraphs_npz_keys.csv")
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,6 @@ def test_files_have_exactly_the_official_keys_dtypes_and_shapes(exported: Path):
         assert c > 0 and arrays[config_key].shape[0] == c
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="shared/reference tables not present")
 def test_official_spec_matches_the_reference_table():
     with REFERENCE.open() as f:
         rows = list(csv.DictReader(f))

@@ -3,12 +3,13 @@
 The hand-made files are written with a descriptor built here from tuning.proto's field numbers
 (independently of the importer's own), with real HloModuleProtos of tiny jax programs and
 fields the importer does not declare (ExecutionProfile.compile_time_ms, ...), so the decoder is
-tested without the shared data. The official test files, when ``../shared`` is present, give
-the counts an independent reading found.
+tested without the official files too. The official test files (``data/tpu_tuning``, gzipped
+as the README there says) give the counts an independent reading found.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from tpugraphs_tools.publish import decode_tuning_file, export_tpugraphs, import
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tpu_tuning"
+OFFICIAL = Path(__file__).resolve().parent / "data" / "tpu_tuning"  # the upstream files, gzipped
 
 # tuning.proto as written upstream (package tpu_graphs), plus xla's ExecutionProfile and a
 # stand-in HloModuleProto message holding just its name: (name, number, type, label, type_name)
@@ -301,10 +302,17 @@ def test_modules_that_do_not_fit_are_refused(layout_pb: tuple[Path, list[int]],
                                                           "shifted.pb"]
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason=f"official tuning test files not present "
-                                                 f"({SHARED}: CI's read-only ../shared copy)")
+def official_files(folder: Path) -> Path:
+    """The official test files unpacked into ``folder``, under their upstream names."""
+    folder.mkdir()
+    for packed in sorted(OFFICIAL.glob("*.pb.gz")):
+        (folder / packed.name.removesuffix(".gz")).write_bytes(gzip.decompress(packed.read_bytes()))
+    return folder
+
+
 def test_official_test_files_import_export_and_load(tmp_path: Path) -> None:
-    result = import_tuning_data([SHARED], tmp_path / "ds", jobs=2)  # a folder: its *.pb
+    official = official_files(tmp_path / "official")
+    result = import_tuning_data([official], tmp_path / "ds", jobs=2)  # a folder: its *.pb
     assert result.warnings == []
     assert list(result.config_nodes.values()) == [(62, 62)]
     assert {Path(f).name: (s.message, s.modules, s.graphs, s.timed, s.failed)

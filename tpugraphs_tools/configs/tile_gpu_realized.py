@@ -2,7 +2,7 @@
 
 Two forms exist. The flat ``__triton_gemm`` fusion states every field in its
 ``triton_gemm_config``. The nested ``__triton_nested_gemm_fusion`` (jax 0.11 on an H200,
-``shared/data/gpu_h200_2026-12-04/probes/hlo_override_*.txt``) spreads them out:
+``tests/tile/data/gpu_h200/override_32x64.hlo``) spreads them out:
 
 * block_m/block_n: the fusion's ``block_level_fusion_config.output_tiles`` sizes, which follow
   the fusion *root's* dims. The root can be a bitcast or transpose of the dot (a kernel whose

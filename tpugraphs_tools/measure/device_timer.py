@@ -2,7 +2,7 @@
 
 A GPU kernel of a small model runs for microseconds, while one call of a loaded executable
 costs 30–90 µs of host time on an H200 (launch, argument handling, the wait): a host-timed
-label of such a kernel measures the launch (shared/data/gpu_h200_2026-12-04). A device timer
+label of such a kernel measures the launch (the first H200 run, docs/gpu.md). A device timer
 reads what the GPU itself recorded for the kernels a sample launched and sums their
 durations; a sample's value is that sum per run. Runs of a sample go back to back with no
 cache flush in between, so a label is a *hot-cache* time, as a kernel sees it between other
