@@ -56,6 +56,9 @@ def test_cli_full_graph_report(layout_ds: Path, tmp_path: Path) -> None:
     headroom = report["collections"]["layout"]["headroom"]
     assert len(headroom) == 8 and all(h["configs"] == 5 for h in headroom.values())
     assert all(h["fastest_low"] < h["fastest"] < h["fastest_high"] for h in headroom.values())
+    surely = sum(1 for h in headroom.values() if h["surely_faster_share"])  # CI below 1
+    assert (f"headroom: layout: a config beats the default (95% CI below 1) in {surely}/8 "
+            "graphs") in " ".join(result.output.split())  # as `tgt report` counts them
     markdown = (tmp_path / "r.md").read_text()
     assert "*noise-ceiling*" in markdown and "headroom over the default" in markdown
     assert len(section["train"]["loss"]) == 2

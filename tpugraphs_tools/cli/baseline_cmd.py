@@ -189,10 +189,8 @@ def baseline(data: str, epochs: int, seed: int, layer: str | None, model: str | 
             for line in undefined_notes(evaluation):
                 terminal.note("–", line)
         if section.headroom:
-            rooms = section.headroom.values()
-            faster = sum(r["fastest"] < 1.0 for r in rooms)
-            terminal.note("headroom", f"{name}: a config beats the default in {faster}/"
-                          f"{len(section.headroom)} graphs (per graph in the report)")
+            terminal.note("headroom", f"{name}: {section.beats_default().describe()} "
+                          "(per graph in the report)")
         for note in section.all_notes()[:10]:
             terminal.note("note", note)
     for name, reason in report.skipped.items():
