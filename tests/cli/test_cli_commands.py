@@ -217,3 +217,24 @@ def test_no_usage_line_shows_a_flag_as_an_argument() -> None:
     pieces = {name: " ".join(command.collect_usage_pieces(click.Context(command, parent=ctx)))
               for name, command in main.commands.items()}
     assert {n: p for n, p in pieces.items() if "--" in p} == {}
+
+
+def test_programs_says_why_a_size_is_missing_and_what_is_not_an_entry() -> None:
+    """Every keras_hub entry showed `tiny: -`, and 18 keras-hub classes followed as lines
+    "not an entry yet" with no word on what an entry is."""
+    from tpugraphs_tools.programs import list_programs
+
+    result = run("programs")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert not re.search(r"\b(tiny|small|base|medium|large): -", result.output)
+    assert "tiny, small, base: not recorded (see below)" in text  # a catalog entry's cell
+    assert ("no size: keras_hub/* entries: the recorded sizes cover the zoo only (a catalog "
+            "entry needs the optional keras-hub") in text
+    assert "`tgt programs --measure tiny` lowers every program now" in text
+    assert ("keras-hub classes that are not entries (18): `--program keras_hub/<name>` cannot "
+            "build them. An entry is a class with a published configuration that tgt builds at "
+            "every preset; why each has none:") in text
+    assert "Backbone, FeaturePyramidBackbone: base classes, not models" in text
+    assert "BLIP2Backbone: built from sub-models" in text and "not an entry yet" not in text
+    assert len(list_programs("keras_hub")) >= 40
