@@ -28,6 +28,8 @@ def print_summary(summary: Any) -> None:
     terminal.print(table)
     for what, line in summary.resumed.items():
         terminal.print(f"resumed {what}: {line}", highlight=False)
+    for program, line in summary.names.items():
+        terminal.print(f"program {program}: {line}", highlight=False)
     if summary.skipped:
         terminal.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
     if summary.configs:

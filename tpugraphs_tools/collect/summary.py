@@ -137,6 +137,8 @@ class CollectSummary:
     unmeasured: dict[str, str] = field(default_factory=dict)
     # item or graph id -> one line saying what this run took over from an interrupted one
     resumed: dict[str, str] = field(default_factory=dict)
+    # user program (as given) -> why it is stored under another name (program_names.py)
+    names: dict[str, str] = field(default_factory=dict)
     # "status: first line that says why" -> failed config rows committed in this run
     failures: Counter[str] = field(default_factory=Counter)
     labels: int = 0              # ok labels measured in this run (resumed rows not counted)
