@@ -269,8 +269,8 @@ def results_table(name: str, evaluation: Evaluation, *, compact: bool = False) -
     from tpugraphs_tools.baseline import evaluation_title
 
     columns = _COLUMNS[evaluation.kind]
-    tight = {"show_edge": False, "pad_edge": False, "collapse_padding": True} if compact else {}
-    table = Table(title=evaluation_title(name, evaluation), box=box.SIMPLE_HEAD, **tight)
+    table = Table(title=evaluation_title(name, evaluation), box=box.SIMPLE_HEAD,
+                  show_edge=not compact, pad_edge=not compact, collapse_padding=compact)
     table.add_column("split", no_wrap=True, min_width=len("valid"))
     table.add_column("method", no_wrap=True)
     table.add_column("graphs", justify="right", no_wrap=True)

@@ -74,7 +74,8 @@ class Headroom:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Headroom:
         """Inverse of :meth:`to_json` (other keys, e.g. a report's ``program``, ignored)."""
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values)
 
     @property
     def beats_default(self) -> bool | None:
