@@ -23,12 +23,17 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(BIN)/pip install --quiet --no-deps "$$($(BIN)/python -c "$$KERAS_HUB_SPEC")" $(PIN)
 	touch $(STAMP)
 
-# End to end on a small default program: collect graphs + configs, validate, summarise.
+# End to end on a small default program: collect graphs + configs, validate, then the next
+# three commands to run (tests/cli/test_demo.py runs each one's option parsing).
 demo: $(STAMP)
-	rm -rf demo-data
-	$(BIN)/tgt programs
+	rm -rf demo-data demo-report
 	$(BIN)/tgt collect --program resnet18 --preset tiny --batch-size 1 --configs 12 --seed 0 --out demo-data
 	$(BIN)/tgt validate demo-data
+	@echo ""
+	@echo "next, after 'source $(VENV)/bin/activate':"
+	@echo "  tgt report demo-data --out demo-report   # the labels and their 95% CIs: open demo-report/index.html"
+	@echo "  tgt programs                             # what else to collect: the zoo and the keras-hub catalog"
+	@echo "  tgt collect --program examples/my_program.py:make_fn --preset tiny --configs 12 --out demo-data   # your own program, same dataset"
 
 test: $(STAMP)
 	$(BIN)/ruff check tpugraphs_tools tests bench
@@ -44,4 +49,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_featurize.py
 
 clean:
-	rm -rf $(VENV) .venv-ci-lowest .venv-ci-newest demo-data .pytest_cache .import_linter_cache
+	rm -rf $(VENV) .venv-ci-lowest .venv-ci-newest demo-data demo-report .pytest_cache .import_linter_cache

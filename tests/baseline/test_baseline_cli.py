@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from tpugraphs_tools.baseline import BaselineOptions, PrepareOptions, TrainConfig, run_baseline
+from tpugraphs_tools.baseline.report import BaselineReport, CollectionReport, Evaluation
 from tpugraphs_tools.baseline.synthetic import tile_graph, write_synthetic_dataset
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.errors import DatasetError
@@ -56,6 +57,9 @@ def test_cli_full_graph_report(layout_ds: Path, tmp_path: Path) -> None:
     headroom = report["collections"]["layout"]["headroom"]
     assert len(headroom) == 8 and all(h["configs"] == 5 for h in headroom.values())
     assert all(h["fastest_low"] < h["fastest"] < h["fastest_high"] for h in headroom.values())
+    surely = sum(1 for h in headroom.values() if h["surely_faster_share"])  # CI below 1
+    assert (f"headroom: layout: a config beats the default (95% CI below 1) in {surely}/8 "
+            "graphs") in " ".join(result.output.split())  # as `tgt report` counts them
     markdown = (tmp_path / "r.md").read_text()
     assert "*noise-ceiling*" in markdown and "headroom over the default" in markdown
     assert len(section["train"]["loss"]) == 2
@@ -233,3 +237,34 @@ def test_a_dash_in_the_results_table_is_explained() -> None:
     clean = SimpleNamespace(results={"test": {"model": {"kendall_tau": 0.4, "opa": 0.7,
                                                         "kendall_tau_of_ceiling": 0.8}}})
     assert undefined_notes(clean) == []  # type: ignore[arg-type]
+
+
+def test_results_at_80_columns_keep_the_split_apart() -> None:
+    """At COLUMNS=80 the split column collapsed to "…": valid and test rows looked the same."""
+    import io
+
+    from rich.console import Console
+
+    from tpugraphs_tools.cli import _common, baseline_cmd
+    from tpugraphs_tools.cli._common import Terminal
+
+    methods = ("model", "noise-ceiling", "random", "fewer-copies", "non-default-slots", "gbdt")
+    values = {"graphs": 3.0, "kendall_tau": -0.512, "kendall_tau_sure": 0.6, "opa": 0.75,
+              "kendall_tau_of_ceiling": 0.7, "slowdown@1": 1.234, "slowdown@5": 1.01}
+    report = BaselineReport("0.0", {}, "ds", {}, None, {"layout": CollectionReport(  # type: ignore[arg-type]
+        "layout", 8, 4, "by-program", {"by-program": Evaluation(
+            "programs", "by-program(seed=0, 0.8/0.1/0.1)", {"train": 5, "valid": 1, "test": 2},
+            {}, None, "layout", {s: dict.fromkeys(methods, values) for s in ("valid", "test")},  # type: ignore[arg-type]
+            [], [])}, [])}, {})
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_common, "terminal", Terminal(Console(file=out, width=80),
+                                                    Console(file=io.StringIO())))
+        patch.setattr(baseline_cmd, "terminal", _common.terminal)
+        baseline_cmd.print_report(report)
+    lines = out.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    rows = [line.split() for line in lines if line.split()[1:2] and line.split()[1] in methods]
+    assert [r[0] for r in rows] == ["valid"] * 6 + ["test"] * 6
+    assert all(r[2:] == ["3", "-0.512", "0.600", "0.700", "0.750", "1.234", "1.010"]
+               for r in rows)

@@ -76,7 +76,16 @@ def test_markdown_shows_the_ceiling_or_says_it_is_unknown_and_the_headroom() -> 
         "fastest_high": 0.95, "faster_share": 0.4, "surely_faster_share": 0.2, "p5": 0.91,
         "median": 1.1, "p95": 1.4}}
     text = report_markdown(report)
-    assert "a config beats the default in 1/1 graphs" in text
+    assert "a config beats the default (95% CI below 1) in 1/1 graphs" in text
+    unsure = {**report.collections["layout"].headroom["g1"], "fastest": 0.97,
+              "fastest_low": 0.93, "fastest_high": 1.01, "surely_faster_share": 0.0}
+    report.collections["layout"].headroom["g2"] = unsure  # below 1 as a point, CI holds 1
+    assert "a config beats the default (95% CI below 1) in 1/2 graphs" in \
+        report_markdown(report)
+    report.collections["layout"].headroom["g2"] = {**unsure, "surely_faster_share": None}
+    assert "in 1/2 graphs (1 without CIs: not known)" in report_markdown(report)
+    del report.collections["layout"].headroom["g2"]
+    text = report_markdown(report)
     assert "| g1 | p | 5 | 0.900 [0.850, 0.950] | 40% | 20% | 0.910 – 1.100 – 1.400 |" in text
     doc = json.loads(report_bytes(report)[0])
     assert doc["collections"]["layout"]["headroom"]["g1"]["fastest"] == 0.9

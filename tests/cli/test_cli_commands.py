@@ -217,3 +217,55 @@ def test_no_usage_line_shows_a_flag_as_an_argument() -> None:
     pieces = {name: " ".join(command.collect_usage_pieces(click.Context(command, parent=ctx)))
               for name, command in main.commands.items()}
     assert {n: p for n, p in pieces.items() if "--" in p} == {}
+
+
+def test_programs_says_why_a_size_is_missing_and_what_is_not_an_entry() -> None:
+    """Every keras_hub entry showed `tiny: -`, and 18 keras-hub classes followed as lines
+    "not an entry yet" with no word on what an entry is."""
+    from tpugraphs_tools.programs import list_programs
+
+    result = run("programs")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert not re.search(r"\b(tiny|small|base|medium|large): -", result.output)
+    assert "tiny, small, base: not recorded (see below)" in text  # a catalog entry's cell
+    assert ("no size: keras_hub/* entries: the recorded sizes cover the zoo only (a catalog "
+            "entry needs the optional keras-hub") in text
+    assert "`tgt programs --measure tiny` lowers every program now" in text
+    assert ("keras-hub classes that are not entries (18): `--program keras_hub/<name>` cannot "
+            "build them. An entry is a class with a published configuration that tgt builds at "
+            "every preset; why each has none:") in text
+    assert "Backbone, FeaturePyramidBackbone: base classes, not models" in text
+    assert "BLIP2Backbone: built from sub-models" in text and "not an entry yet" not in text
+    assert len(list_programs("keras_hub")) >= 40
+
+
+def test_tile_summary_names_the_kernels_not_stored_and_why() -> None:
+    """"kernels stored / skipped: 2 / 3" said neither which kernels nor why."""
+    import io
+
+    from rich.console import Console
+
+    from tpugraphs_tools.cli import _collect_summary, _common
+    from tpugraphs_tools.cli._common import Terminal
+    from tpugraphs_tools.collect.summary import CollectSummary, TileSummary
+
+    skipped = {f"fusion.{i}": f"no cpu-kernel-options choice changed it: 1 distinct config(s) "
+               f"after {4 + i} tried {{'ok': 1, 'noop': {3 + i}}}" for i in range(8)}
+    skipped["dot.3"] = "default config failed: WorkerError: crashed"
+    tile = TileSummary("cpu-kernel-options", 2, len(skipped), skipped, 12, 10, {"ok": 10}, 0,
+                       0, None, None, None, left_out=["copy.1", "reduce.2"])
+    summary = CollectSummary("d", tiles={"mlp": tile})
+    out = io.StringIO()
+    term = Terminal(Console(file=out, width=300), Console(file=io.StringIO()))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_collect_summary, "terminal", term)
+        patch.setattr(_common, "terminal", term)
+        _collect_summary.print_summary(summary)
+    lines = out.getvalue().splitlines()
+    assert ("skipped 8 kernels, no cpu-kernel-options choice changed it: fusion.0, fusion.1, "
+            "fusion.2, fusion.3, fusion.4, fusion.5 and 2 more (e.g. fusion.0: 1 distinct "
+            "config(s) after 4 tried {'ok': 1, 'noop': 3})") in lines
+    assert "skipped 1 kernel, default config failed: dot.3 (WorkerError: crashed)" in lines
+    assert any(line.startswith("left out 2 kernels by --max-kernels (the cheapest") and
+               line.endswith(": copy.1, reduce.2") for line in lines)

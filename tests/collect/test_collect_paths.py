@@ -4,8 +4,10 @@ the stored HLO protos, source_path, an HLO file's program_args) unless asked to.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tpugraphs_tools.cli import main
@@ -80,3 +82,77 @@ def test_portable_names() -> None:
                         "xla_flags": "--xla_dump_to=/home/u/dump --xla_foo=1"})
     assert row["source_path"] == "m.hlo" and json.loads(row["program_args"]) == {"file": "m.hlo"}
     assert row["xla_flags"] == "--xla_dump_to=dump --xla_foo=1"
+
+
+def _user_program(root: Path) -> Path:
+    """examples/my_program.py copied to ``root/proj/examples/`` (a folder of this test)."""
+    target = root / "proj" / "examples" / "my_program.py"
+    target.parent.mkdir(parents=True)
+    shutil.copy(REPO / "examples" / "my_program.py", target)
+    return target
+
+
+def _graphs(out: Path) -> list[dict]:
+    return Dataset.open(out).graphs().sort("graph_id").to_dicts()
+
+
+def test_a_user_program_is_named_by_its_module_wherever_the_command_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was stored as the path given (`../../proj/examples/my_program.py:make_fn`), which
+    then named it in splits and plots; the path is provenance (`program_args` `file`)."""
+    program = _user_program(tmp_path)
+    elsewhere = tmp_path / "other" / "deep"
+    elsewhere.mkdir(parents=True)
+    for cwd, spec, out in ((program.parents[1], "examples/my_program.py:make_fn", "d1"),
+                           (elsewhere, "../../proj/examples/my_program.py:make_fn", "d2")):
+        monkeypatch.chdir(cwd)
+        result = CliRunner().invoke(main, ["collect", "--program", spec, "--preset", "tiny",
+                                           "--configs", "0", "--out", str(tmp_path / out)])
+        assert result.exit_code == 0, result.output
+    [one], [two] = _graphs(tmp_path / "d1"), _graphs(tmp_path / "d2")
+    assert one["program"] == two["program"] == "my_program:make_fn"
+    assert one["graph_id"] == two["graph_id"] and one["graph_id"].startswith("my_program-make_fn.")
+    assert json.loads(one["program_args"])["file"] == "examples/my_program.py"  # under the cwd
+    assert json.loads(two["program_args"])["file"] == "my_program.py"  # no directory of ours
+    assert json.loads(two["program_args"])["preset"] == "tiny"
+    package = tmp_path / "proj" / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    shutil.copy(program, package / "model.py")
+    result = CliRunner().invoke(main, ["collect", "--program", "../../proj/pkg/model.py:make_fn",
+                                       "--preset", "tiny", "--configs", "0", "--keep-source-paths",
+                                       "--out", str(tmp_path / "d3")])
+    assert result.exit_code == 0, result.output
+    [three] = _graphs(tmp_path / "d3")
+    assert three["program"] == "pkg.model:make_fn"  # named as Python imports it
+    assert json.loads(three["program_args"])["file"] == str((package / "model.py").resolve())
+
+
+def test_a_dataset_naming_a_user_program_by_path_keeps_that_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dataset written before keeps one name per program: a rerun resumes its graphs and
+    new graphs of the program join them under the name it already has."""
+    from tpugraphs_tools.collect.graphs import collect_source, lower_program, write_graphs
+    from tpugraphs_tools.programs import default_args, get_program
+
+    program = _user_program(tmp_path)
+    monkeypatch.chdir(program.parents[1])
+    old = "../proj/examples/my_program.py:make_fn"  # what tgt stored until now
+    args = default_args(get_program("examples/my_program.py:make_fn"), "tiny")
+    _, src = lower_program("examples/my_program.py:make_fn", args)
+    out = tmp_path / "d"
+    write_graphs(Dataset.open(out, create=True),
+                 [collect_source(src, program=old, program_args=args.as_dict())])
+    [before] = _graphs(out)
+    for batch in ("1", "2"):
+        result = CliRunner().invoke(main, ["collect", "--program",
+                                           "examples/my_program.py:make_fn", "--preset", "tiny",
+                                           "--batch-size", batch, "--configs", "0", "--out",
+                                           str(out)])
+        assert result.exit_code == 0, result.output
+        assert f"stored as '{old}', the name this dataset already gives it" in \
+            " ".join(result.output.split())
+    rows = _graphs(out)
+    assert {r["program"] for r in rows} == {old} and len(rows) == 2
+    assert before["graph_id"] in {r["graph_id"] for r in rows}  # the same graph, not a copy
+    assert not validate_path(out).errors

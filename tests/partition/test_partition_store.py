@@ -74,3 +74,30 @@ def test_cli_partition(dataset: Dataset) -> None:
     assert both.exit_code == 2
     missing = runner.invoke(main, ["partition", str(dataset.root / "nope")])
     assert missing.exit_code == 1
+
+
+def test_cli_says_which_graphs_got_fewer_segments_and_why(dataset: Dataset) -> None:
+    """--segments 64 on 30–60-node graphs gave fewer segments with no word why."""
+    result = CliRunner(env={"COLUMNS": "300"}).invoke(main, ["partition", str(dataset.root),
+                                                             "--segments", "64"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "fewer segments: 4 of 4 graphs got fewer segments than asked:" in text
+    rows = Dataset.open(dataset.root).table("partitions").to_dicts()
+    for row in rows:  # every graph has fewer than 64 nodes: at most one segment per node
+        assert (f"{row['graph_id']}: {row['num_segments']} of 64 segments: the graph has "
+                f"{row['num_nodes']} nodes and a segment holds at least one") in text
+    result = CliRunner().invoke(main, ["partition", str(dataset.root), "--segments", "2"])
+    assert result.exit_code == 0 and "fewer segments" not in result.output
+
+
+def test_metis_leaving_parts_empty_is_told_apart_from_a_small_graph() -> None:
+    from tpugraphs_tools.partition import partition_graph, reduction
+
+    chain = np.stack([np.arange(1, 100), np.arange(0, 99)], axis=1)
+    part = partition_graph(chain, 100, segments=64)
+    assert part.num_segments < 64  # METIS with contiguous parts on a 100-node chain
+    assert reduction(part, 64) == (f"{part.num_segments} of 64 segments: METIS left "
+                                   f"{64 - part.num_segments} parts empty (1.6 nodes per part "
+                                   "asked, each part contiguous)")
+    assert reduction(partition_graph(chain, 100, segments=4), 4) is None

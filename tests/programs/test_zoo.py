@@ -183,12 +183,14 @@ def test_gpt_decode_updates_cache():
 # --------------------------------------------------------------------------- user programs
 
 
-@pytest.mark.parametrize(
-    "spec", ["examples.my_program:make_fn", str(ROOT / "examples" / "my_program.py") + ":make_fn"]
-)
-def test_user_program(spec: str):
+@pytest.mark.parametrize("spec,name", [
+    ("examples.my_program:make_fn", "examples.my_program:make_fn"),   # a module keeps its name
+    (str(ROOT / "examples" / "my_program.py") + ":make_fn", "my_program:make_fn"),  # no path
+])
+def test_user_program(spec: str, name: str):
     prog = get_program(spec)
-    assert prog.name == spec and prog.presets == ("tiny", "base")
+    assert prog.name == name and prog.presets == ("tiny", "base")
+    assert prog.source_file == str(ROOT / "examples" / "my_program.py")
     for mode in ("infer", "train"):
         lowered = lower(prog, ProgramArgs(preset="tiny", mode=mode))
         assert instruction_count(lowered) > 5

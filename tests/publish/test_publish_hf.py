@@ -209,6 +209,20 @@ def test_cli_publish(source_dataset: Path, tmp_path: Path):
     assert runner.invoke(main, [*args, "--overwrite"]).exit_code == 0
 
 
+def test_publish_without_license_warns_once_saying_how_to_set_it(source_dataset: Path,
+                                                                 tmp_path: Path):
+    """A dataset with no license cannot be reused safely: "unknown" is never written silently."""
+    res = CliRunner().invoke(main, ["publish", str(source_dataset), "--out",
+                                    str(tmp_path / "pub")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())  # the terminal may wrap the line
+    assert text.count("warning: no --license given") == 1, res.output
+    assert text.count("warning:") == 1 and "e.g. --license cc-by-4.0" in text
+    assert "license: \"unknown\"" in (tmp_path / "pub" / "README.md").read_text()
+    given = publish_dataset(source_dataset, tmp_path / "pub2", license="mit")
+    assert not [w for w in given.warnings if "license" in w]
+
+
 def test_card_says_how_many_cpus_the_timed_rows_could_use(source_dataset: Path):
     """One-core and all-core labels are different measurements: the card counts each."""
     from tpugraphs_tools.publish._card import _collection

@@ -18,7 +18,7 @@ from report_helpers import label_cis
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.errors import DatasetError, TgtError
 from tpugraphs_tools.publish import compute_stats, write_report
-from tpugraphs_tools.store import Dataset
+from tpugraphs_tools.store import BeatsDefault, Dataset
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 PLOTS = ["fastest_per_graph.png", "labels_per_graph.png", "relative_runtime.png",
@@ -199,7 +199,7 @@ def test_cli_report(source_dataset: Path, tmp_path: Path):
                                     str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "r" / "index.html").exists() and "6 plots" in res.output
-    assert "headroom: a config is faster than the default (95% CI below 1) in" in res.output
+    assert "headroom: a config beats the default (95% CI below 1) in" in res.output
 
 
 def test_stats_show_headroom_and_the_noise_ceiling_per_graph(source_dataset: Path):
@@ -258,8 +258,8 @@ def test_headline_counts_only_configs_whose_ci_is_below_1(ci_dataset: Path, tmp_
     assert len(rooms) == 7 and all(r.fastest < 1 for r in rooms.values())  # 7/7 as points
     [unsure] = [g for g, r in rooms.items() if r.fastest_high >= 1]
     assert rooms[unsure].fastest == pytest.approx(0.995)
-    assert stats.faster_graphs() == (6, 7, 0)
-    assert "faster than the default (95% CI below 1) in 6/7 graphs" in stats.label_summary()
+    assert stats.beats_default() == BeatsDefault(beaten=6, graphs=7, unknown=0)
+    assert "beats the default (95% CI below 1) in 6/7 graphs" in stats.label_summary()
     from tpugraphs_tools.publish._report_html import report_html
 
     assert "in <b>6/7</b> graphs" in report_html("t", stats, [], {})
@@ -271,9 +271,15 @@ def test_headline_counts_only_configs_whose_ci_is_below_1(ci_dataset: Path, tmp_
     res = CliRunner().invoke(main, ["report", str(ci_dataset), "--out", str(tmp_path / "r")])
     assert res.exit_code == 0, res.output
     assert "(95% CI below 1) in 6/7 graphs" in " ".join(res.output.split())
+    from tpugraphs_tools.baseline.report import CollectionReport
+
+    baseline = CollectionReport("layout", 7, 3, "", {}, [], headroom={  # as baseline stores it
+        g.graph_id: {"program": "p", **g.headroom.to_json()} for g in stats.labels
+        if g.headroom is not None})
+    assert baseline.beats_default() == stats.beats_default()  # one definition for both
     # without CIs nothing is claimed: the graphs are named as not known
     plain = compute_stats(ds.graphs(), ds.configs().drop("relative_ci_low", "relative_ci_high"))
-    assert plain.faster_graphs() == (0, 7, 7)
+    assert plain.beats_default() == BeatsDefault(beaten=0, graphs=7, unknown=7)
     assert "(7 without CIs: not known)" in plain.label_summary()
 
 

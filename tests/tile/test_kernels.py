@@ -116,6 +116,8 @@ def test_max_kernels_keeps_the_costliest_in_program_order(module):
     top = sorted(costs, key=lambda n: -costs[n])[:2]
     assert [k.name for k in ex.kernels] == [n for n in costs if n in top]
     assert costs["dot.2"] == 4 * 3 * 8
+    assert ex.left_out == [n for n in costs if n not in top]  # named, so a summary can say
+    assert extract_kernels(module).left_out == []
 
 
 def test_wrapped_form_keeps_the_fusion(module):

@@ -25,14 +25,14 @@ from tpugraphs_tools.baseline.metrics import (
 from tpugraphs_tools.baseline.model import CostModel, ModelConfig
 from tpugraphs_tools.baseline.predict import Prediction, predict_dataset, save_predictions
 from tpugraphs_tools.baseline.prepare import PreparedGraph, PrepareOptions
-from tpugraphs_tools.baseline.report import Evaluation, save_report, write_report
+from tpugraphs_tools.baseline.report import BaselineReport, Evaluation, save_report, write_report
 from tpugraphs_tools.baseline.run import BaselineOptions, NothingToScore, run_baseline
 from tpugraphs_tools.baseline.saved import LoadedModel, SavedModel, load_model
 from tpugraphs_tools.baseline.train import TrainConfig, Trainer
 
 __all__ = [
-    "CEILING_MIN_PAIRS", "LOSSES", "BaselineOptions", "Batch", "CostModel", "Evaluation",
-    "GraphInfo", "GraphRecord",
+    "CEILING_MIN_PAIRS", "LOSSES", "BaselineOptions", "BaselineReport", "Batch", "CostModel",
+    "Evaluation", "GraphInfo", "GraphRecord",
     "GraphSource", "Item", "LoadedModel", "ModelConfig", "NothingToScore", "Prediction",
     "PrepareOptions", "PreparedGraph", "RankingLoss", "SavedModel", "Stale", "TgtSource",
     "TpuGraphsTreeSource", "TrainConfig", "Trainer", "bucket", "evaluation_title",

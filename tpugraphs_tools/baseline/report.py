@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tpugraphs_tools.store import BeatsDefault, Headroom, beats_default
+
 if TYPE_CHECKING:   # saved.py imports this module (versions)
     from tpugraphs_tools.baseline.saved import SavedModel
 
@@ -106,6 +108,11 @@ class CollectionReport:
     notes: list[str]
     # graph_id → headroom over the default (baseline/headroom.py), graphs with labels only
     headroom: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def beats_default(self) -> BeatsDefault:
+        """Graphs where a config surely beats the default, counted as ``tgt report`` counts
+        them (``store.beats_default``: the fastest config's whole 95% CI below 1)."""
+        return beats_default(Headroom.from_json(room) for room in self.headroom.values())
 
     def all_notes(self) -> list[str]:
         """The collection's notes, then each evaluation's."""

@@ -13,7 +13,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from tpugraphs_tools.cli._common import print_pairs_apart, terminal
+from tpugraphs_tools.cli._common import plural, print_pairs_apart, terminal
 
 
 def print_summary(summary: Any) -> None:
@@ -28,6 +28,8 @@ def print_summary(summary: Any) -> None:
     terminal.print(table)
     for what, line in summary.resumed.items():
         terminal.print(f"resumed {what}: {line}", highlight=False)
+    for program, line in summary.names.items():
+        terminal.print(f"program {program}: {line}", highlight=False)
     if summary.skipped:
         terminal.print(f"already complete, not measured again: {', '.join(summary.skipped)}")
     if summary.configs:
@@ -99,6 +101,33 @@ def _print_tile_summary(label: str, s: dict) -> None:
             table.add_row("noise floor (A/A CI half-width, median)",
                           f"±{100 * s['noise_floor']:.2f}%")
     terminal.print(table)
+    for line in kernels_not_stored(s["skipped"], s.get("left_out", [])):
+        terminal.print(line, highlight=False)
+
+
+def kernels_not_stored(skipped: dict[str, str], left_out: list[str], names: int = 6
+                       ) -> list[str]:
+    """Which kernels a tile collection did not store, and why: one line per reason (the
+    text before its first ": "), naming up to ``names`` kernels and one example's detail."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for kernel, why in skipped.items():
+        head, _, detail = why.partition(": ")
+        groups.setdefault(head, []).append((kernel, detail))
+    lines = []
+    for head, kernels in groups.items():
+        shown = ", ".join(k for k, _ in kernels[:names])
+        more = f" and {len(kernels) - names} more" if len(kernels) > names else ""
+        detail = kernels[0][1]
+        example = ("" if not detail else f" ({detail})" if len(kernels) == 1
+                   else f" (e.g. {kernels[0][0]}: {detail})")
+        lines.append(f"skipped {plural(len(kernels), 'kernel')}, {head}: {shown}{more}"
+                     f"{example}")
+    if left_out:
+        more = f" and {len(left_out) - names} more" if len(left_out) > names else ""
+        lines.append(f"left out {plural(len(left_out), 'kernel')} by --max-kernels (the "
+                     f"cheapest; a larger --max-kernels measures them): "
+                     f"{', '.join(left_out[:names])}{more}")
+    return lines
 
 
 # (header, cell) of the layout table; a "\n" in a header breaks it between words

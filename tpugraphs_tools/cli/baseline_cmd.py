@@ -12,7 +12,7 @@ from rich.table import Table
 from tpugraphs_tools.cli._common import data_argument, handle_errors, plural, terminal
 
 if TYPE_CHECKING:  # the library is imported when a command runs (fast --help)
-    from tpugraphs_tools.baseline import Evaluation
+    from tpugraphs_tools.baseline import BaselineReport, Evaluation
 
 _LAYERS = ("sage", "gcn")
 # Per collection kind, the columns its literature reports (anchors.md: layout → τ, OPA,
@@ -183,24 +183,29 @@ def baseline(data: str, epochs: int, seed: int, layer: str | None, model: str | 
         report = run_baseline(data, opts, progress=show)
     paths = (write_report(report, report_path) if report_path is not None
              else save_report(report, data))
-    for name, section in report.collections.items():
-        for evaluation in section.evaluations.values():
-            terminal.print(results_table(name, evaluation))
-            for line in undefined_notes(evaluation):
-                terminal.note("–", line)
-        if section.headroom:
-            rooms = section.headroom.values()
-            faster = sum(r["fastest"] < 1.0 for r in rooms)
-            terminal.note("headroom", f"{name}: a config beats the default in {faster}/"
-                          f"{len(section.headroom)} graphs (per graph in the report)")
-        for note in section.all_notes()[:10]:
-            terminal.note("note", note)
-    for name, reason in report.skipped.items():
-        terminal.note("not scored", f"{name}: {reason}")
+    print_report(report)
     if paths[2:]:
         terminal.note("models", ", ".join(str(p) for p in paths[2:] if p.suffix == ".msgpack")
                       + " (rank other data with `tgt baseline --predict DATA --model PATH`)")
     terminal.success(f"report written to {' and '.join(str(p) for p in paths[:2])}")
+
+
+def print_report(report: BaselineReport) -> None:
+    """Per collection: each evaluation's results table (fitted to the terminal), the
+    headroom line and the notes; then the collections not scored."""
+    for name, section in report.collections.items():
+        for evaluation in section.evaluations.values():
+            terminal.fitted(results_table(name, evaluation),
+                            results_table(name, evaluation, compact=True))
+            for line in undefined_notes(evaluation):
+                terminal.note("–", line)
+        if section.headroom:
+            terminal.note("headroom", f"{name}: {section.beats_default().describe()} "
+                          "(per graph in the report)")
+        for note in section.all_notes()[:10]:
+            terminal.note("note", note)
+    for name, reason in report.skipped.items():
+        terminal.note("not scored", f"{name}: {reason}")
 
 
 def _predict(data: str, model: str, collection: str | None, lazy_configs: bool,
@@ -257,18 +262,23 @@ def undefined_notes(evaluation: Evaluation) -> list[str]:
     return notes
 
 
-def results_table(name: str, evaluation: Evaluation) -> Table:
-    """One row per split × method (model and trivial baselines) of one evaluation."""
+def results_table(name: str, evaluation: Evaluation, *, compact: bool = False) -> Table:
+    """One row per split × method (model and trivial baselines) of one evaluation; a rule
+    between splits. Split, method and figures never wrap or crop, so valid and test rows
+    stay apart at any width; ``compact`` drops the padding so it fits 80 columns."""
     from tpugraphs_tools.baseline import evaluation_title
 
     columns = _COLUMNS[evaluation.kind]
-    table = Table(title=evaluation_title(name, evaluation), box=box.SIMPLE_HEAD)
-    table.add_column("split")
+    table = Table(title=evaluation_title(name, evaluation), box=box.SIMPLE_HEAD,
+                  show_edge=not compact, pad_edge=not compact, collapse_padding=compact)
+    table.add_column("split", no_wrap=True, min_width=len("valid"))
     table.add_column("method", no_wrap=True)
-    table.add_column("graphs", justify="right")
+    table.add_column("graphs", justify="right", no_wrap=True)
     for label, _ in columns:
         table.add_column(label, justify="right", no_wrap=True)
     for split, methods in evaluation.results.items():
+        if table.row_count:
+            table.add_section()
         for method, values in methods.items():
             style = "bold" if method == "model" else ""
             table.add_row(split, f"[{style}]{method}[/]" if style else method,

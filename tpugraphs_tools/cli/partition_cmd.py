@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from tpugraphs_tools.cli._common import data_argument, handle_errors, plural, terminal
 from tpugraphs_tools.format import KINDS
+
+if TYPE_CHECKING:  # the library is imported when the command runs (fast --help)
+    from tpugraphs_tools.partition import PartitionResult
 
 
 @click.command("partition")
@@ -56,4 +61,19 @@ def partition(data: str, segments: int | None, max_segment_nodes: int | None, me
                       str(row["edge_cut"]), f"{pct:.2f}", f"{row['balance']:.3f}",
                       f"{row['seconds']:.3f}")
     terminal.print(table)
+    _print_reduced(results)
     terminal.success(f"{plural(len(results), 'graph')} → partitions/{name}/ (table partitions)")
+
+
+def _print_reduced(results: list[PartitionResult], limit: int = 10) -> None:
+    """Graphs that got fewer segments than asked, each with why (small graphs, mostly)."""
+    reduced = [(r.row["graph_id"], r.reduced) for r in results if r.reduced]
+    if not reduced:
+        return
+    terminal.note("fewer segments", f"{len(reduced)} of {plural(len(results), 'graph')} got "
+                  "fewer segments than asked:")
+    for graph_id, why in reduced[:limit]:
+        terminal.print(f"  {graph_id}: {why}", highlight=False)
+    if len(reduced) > limit:
+        terminal.print(f"  … {len(reduced) - limit} more (num_segments per graph in the "
+                       "partitions table)", highlight=False)

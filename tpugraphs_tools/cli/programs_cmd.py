@@ -40,21 +40,49 @@ def programs(measure_preset: str | None) -> None:
     table.add_column("program", style="bold")
     table.add_column("description")
     table.add_column("preset: instructions (infer / train)")
+    unrecorded: dict[str, list[str]] = {}  # preset -> zoo programs it has no size of
+    catalog_unrecorded = False
     for prog in list_programs():
-        if measure_preset and not prog.unavailable:
-            if measure_preset in prog.presets:
-                counts = [measure(prog.name, measure_preset, m) for m in ("infer", "train")]
-                cell = f"{measure_preset}: {counts[0]:,} / {counts[1]:,}"
-            else:
-                cell = f"(no preset {measure_preset})"
-        else:
-            known = sizes.get(prog.name, {})
-            cell = "\n".join(
-                f"{p}: {known[p][0]:,} / {known[p][1]:,}" if p in known else f"{p}: -"
-                for p in prog.presets)
         if prog.unavailable:
             cell = f"cannot be built: {prog.unavailable}"
+        elif measure_preset and measure_preset in prog.presets:
+            counts = [measure(prog.name, measure_preset, m) for m in ("infer", "train")]
+            cell = f"{measure_preset}: {counts[0]:,} / {counts[1]:,}"
+        elif measure_preset:
+            cell = f"(no preset {measure_preset})"
+        else:
+            known = sizes.get(prog.name, {})
+            missing = [p for p in prog.presets if p not in known]
+            if prog.origin != "zoo" and missing:
+                catalog_unrecorded = True
+            else:
+                for preset in missing:
+                    unrecorded.setdefault(preset, []).append(prog.name)
+            cell = "\n".join([f"{p}: {known[p][0]:,} / {known[p][1]:,}"
+                              for p in prog.presets if p in known]
+                             + ([f"{', '.join(missing)}: not recorded (see below)"]
+                                if missing else []))
         table.add_row(prog.name, prog.description, cell)
     terminal.print(table)
+    for line in _unrecorded_notes(unrecorded, catalog_unrecorded, sizes):
+        terminal.note("no size", line)
     for line in catalog_status():
-        terminal.print(line)
+        terminal.print(line, highlight=False)
+
+
+def _unrecorded_notes(unrecorded: dict[str, list[str]], catalog: bool,
+                      sizes: dict[str, dict[str, list[int]]]) -> list[str]:
+    """Why a cell says "not recorded", and how to get the figure now."""
+    order = ("tiny", "small", "base", "medium", "large")
+    held = sorted({p for per_preset in sizes.values() for p in per_preset},
+                  key=lambda p: (order.index(p) if p in order else len(order), p))
+    lines = []
+    if catalog:
+        lines.append("keras_hub/* entries: the recorded sizes cover the zoo only (a catalog "
+                     "entry needs the optional keras-hub, and a keras-hub release can change "
+                     "its graph); `tgt programs --measure tiny` lowers every program now (minutes)")
+    for preset, names in sorted(unrecorded.items()):
+        lines.append(f"preset {preset} of {', '.join(names)}: the recorded sizes hold presets "
+                     f"{', '.join(held) or 'none'} only; `tgt programs --measure {preset}` "
+                     "lowers it now")
+    return lines

@@ -19,8 +19,9 @@ from tpugraphs_tools.cli._common import (
               help="Folder to write; it appears only when complete.")
 @click.option("--name", default=None,
               help="Dataset name (shard prefix, card title). Default: DATA's folder name.")
-@click.option("--license", "license_", default="unknown", show_default=True,
-              help="License id for the card and Croissant, e.g. cc-by-4.0 or apache-2.0.")
+@click.option("--license", "license_", default=None,
+              help="License id for the card and Croissant, e.g. cc-by-4.0 or apache-2.0. "
+                   "Not given: 'unknown', with a warning.")
 @click.option("--version", "version", default="1.0.0", show_default=True,
               help="Dataset version recorded in croissant.json.")
 @split_options
@@ -28,8 +29,8 @@ from tpugraphs_tools.cli._common import (
               help="Largest shard (uncompressed Arrow size).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it is not empty.")
 @handle_errors
-def publish(data: str, out: str, name: str | None, license_: str, version: str, split_by: str,
-            seed: int, ratios: tuple[float, float, float], max_shard_mb: int,
+def publish(data: str, out: str, name: str | None, license_: str | None, version: str,
+            split_by: str, seed: int, ratios: tuple[float, float, float], max_shard_mb: int,
             overwrite: bool) -> None:
     """Write DATA (default data/) as a shareable Parquet dataset with card and Croissant.
 

@@ -50,6 +50,8 @@ class Kernel:
 class Extraction:
     kernels: list[Kernel]
     skipped: dict[str, str]    # parent instruction -> why it was not extracted
+    # distinct kernels ``max_kernels`` left out (the cheapest by ``kernel_cost``), in order
+    left_out: list[str] = field(default_factory=list)
 
 
 def _instruction_text(inst: Instruction, operands: list[str] | None = None,
@@ -334,7 +336,7 @@ def extract_kernels(module: Module, max_kernels: int | None = None,
             text = kernel_text(module, inst)
             kernel_module = parse_hlo_text(text, source=f"{source}:{inst.name}")
         except (ValueError, KeyError, HloParseError) as exc:
-            skipped[inst.name] = str(exc)
+            skipped[inst.name] = f"not extracted: {exc}"
             continue
         fp = fingerprint(kernel_module)
         if fp in kernels:
@@ -345,7 +347,9 @@ def extract_kernels(module: Module, max_kernels: int | None = None,
                              compilable_text(kernel_module), wrapped, fp, _fusion_label(inst),
                              [inst.name])
     chosen = list(kernels.values())
+    left_out: list[str] = []
     if max_kernels is not None and len(chosen) > max_kernels:
         keep = sorted(range(len(chosen)), key=lambda i: -kernel_cost(chosen[i].module))
+        left_out = [chosen[i].name for i in sorted(keep[max_kernels:])]
         chosen = [chosen[i] for i in sorted(keep[:max_kernels])]
-    return Extraction(chosen, skipped)
+    return Extraction(chosen, skipped, left_out)

@@ -29,6 +29,7 @@ from tpugraphs_tools.collect.graphs import (
 )
 from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
+from tpugraphs_tools.collect.program_names import names_to_keep, program_args_of
 from tpugraphs_tools.collect.progress import ProgressEvent, ProgressTracker, Stage
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
 from tpugraphs_tools.collect.summary import CollectSummary, failure_counts
@@ -57,6 +58,8 @@ class CollectItem:
     program_args: Any = None               # ProgramArgs (None fields: the preset's defaults)
     options: MeasureOptions | None = None  # layout: None or configs == 0 is graph only
     collection: str = "layout"             # "layout" (whole program) | "tile" (its kernels)
+    # the name the dataset already stores this user program under (collect/program_names.py)
+    stored_as: str | None = None
 
     def __post_init__(self) -> None:
         if (self.program is None) == (self.hlo is None):
@@ -110,7 +113,8 @@ def build_graph(item: CollectItem, backend: str | None,
         args = resolve_args(item.program_name, item.program_args)
         _, src = lower_program(item.program_name, args)
         stage("featurizing")
-        collected = collect_source(src, program=src.origin, program_args=args.as_dict(),
+        collected = collect_source(src, program=item.stored_as or src.origin,
+                                   program_args=program_args_of(item.program_name, args),
                                    backend=backend)
     return replace(collected, keep_source_paths=keep_source_paths)
 
@@ -144,8 +148,8 @@ def tile_sources(item: CollectItem, backend: str | None
                 {"file": item.hlo})
     args = resolve_args(item.program_name, item.program_args)
     lowered, src = lower_program(item.program_name, args)
-    return (src, lambda: from_compiled(lowered.compile(), origin=src.origin), src.origin,
-            args.as_dict())
+    return (src, lambda: from_compiled(lowered.compile(), origin=src.origin),
+            item.stored_as or src.origin, program_args_of(item.program_name, args))
 
 
 def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOptions | None,
@@ -220,11 +224,24 @@ def collect(request: CollectRequest, progress: Progress = lambda _event: None
     return summary
 
 
+def keep_stored_names(dataset: Dataset, request: CollectRequest,
+                      summary: CollectSummary) -> list[CollectItem]:
+    """The request's items, each user program the dataset already names by path (an earlier
+    tgt) set to keep that name (collect/program_names.py), with a line saying so."""
+    kept = names_to_keep(dataset, [i.program for i in request.items if i.program])
+    for spec, name in kept.items():
+        summary.names[spec] = (f"stored as {name!r}, the name this dataset already gives "
+                               "it (an earlier tgt named user programs by path), so its "
+                               "graphs stay one program")
+    return [replace(i, stored_as=kept[i.program]) if i.program in kept else i
+            for i in request.items]
+
+
 def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     dataset.check_parts()
     summary = CollectSummary(dataset=str(Path(request.out)))
-    for index, item in enumerate(request.items):
+    for index, item in enumerate(keep_stored_names(dataset, request, summary)):
         tracker.begin(index, item.label)
         if item.collection == Kind.TILE:
             collect_tiles(dataset, item, tile_sources(item, request.backend),

@@ -107,16 +107,20 @@ class TileSummary:
     not_as_requested: int = 0
     # The stored kernels' rows (store/counts.py): what every later command counts.
     counts: ConfigCounts = field(default_factory=ConfigCounts)
+    # Distinct kernels --max-kernels left out (the cheapest), never measured nor "skipped".
+    left_out: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """Flat mapping: the fields, with ``labels`` spread in (the paired-only keys are left
-        out when unset, so a fixed-engine summary reads as before), the stored counts as
-        ``labels`` and ``control_rows``."""
+        """Flat mapping: the fields, with ``labels`` spread in (the paired-only keys and an
+        empty ``left_out`` are left out, so a fixed-engine summary reads as before), the
+        stored counts as ``labels`` and ``control_rows``."""
         out = {k: v for k, v in asdict(self).items()
-               if k not in ("labels", "apart_from_default", "counts")}
+               if k not in ("labels", "apart_from_default", "counts", "left_out")}
         out.update(labels=self.counts.labels, control_rows=self.counts.control_rows)
         if self.apart_from_default is not None:
             out["apart_from_default"] = self.apart_from_default
+        if self.left_out:
+            out["left_out"] = self.left_out
         return {**out, **(asdict(self.labels) if self.labels is not None else {})}
 
 
@@ -133,6 +137,8 @@ class CollectSummary:
     unmeasured: dict[str, str] = field(default_factory=dict)
     # item or graph id -> one line saying what this run took over from an interrupted one
     resumed: dict[str, str] = field(default_factory=dict)
+    # user program (as given) -> why it is stored under another name (program_names.py)
+    names: dict[str, str] = field(default_factory=dict)
     # "status: first line that says why" -> failed config rows committed in this run
     failures: Counter[str] = field(default_factory=Counter)
     labels: int = 0              # ok labels measured in this run (resumed rows not counted)

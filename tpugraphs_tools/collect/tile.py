@@ -74,7 +74,9 @@ def measure_kernels(compiled_source: HloSource, kernels: Sequence[Kernel],
                 continue
             configs = space.configs(kernel.module)
             if len(configs) < 2:
-                why = f"no {space.name} configs for this kernel"
+                kind = f"{kernel.opcode} ({kernel.kind})" if kernel.kind else kernel.opcode
+                why = (f"no {space.name} choice applies: {len(configs) - 1} non-default "
+                       f"config(s) for a {kind} kernel on this backend")
             else:
                 done = store.measured(graph_id)
                 on_resumed(done)
@@ -116,8 +118,8 @@ def _kernel_graph(compiled_source: HloSource, kernel: Kernel, run: KernelRun, sp
     distinct = sum(1 for r in run.rows if r["status"] == OK)
     if distinct < opts.min_distinct:
         statuses = dict(Counter(r["status"] for r in run.rows))
-        return (f"{distinct} distinct config(s) after {len(run.rows)} tried "
-                f"{statuses}: no {space} choice changed this kernel")
+        return (f"no {space} choice changed it: {distinct} distinct config(s) after "
+                f"{len(run.rows)} tried {statuses}")
     origin = f"{compiled_source.origin}:{kernel.name}"
     src = HloSource(kernel.module, kernel.text, None, compiled_source.kind, "optimized", origin)
     graph = featurize(kernel.module)
@@ -153,4 +155,5 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
     summary = summarize([(g.row, rows) for g, rows in done.stored],
                         {**extraction.skipped, **done.skipped}, space.name, done.restarts,
                         done.tried)
-    return TileResult(done.stored, replace(summary, instances=done.instances))
+    return TileResult(done.stored, replace(summary, instances=done.instances,
+                                           left_out=extraction.left_out))

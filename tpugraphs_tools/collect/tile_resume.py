@@ -216,7 +216,8 @@ def collect_tiles(dataset: Dataset, item: Any, sources: Sources, backend: str | 
                                                       for g, _ in result.stored)
     tile = summarize(kernels, {**extraction.skipped, **result.skipped}, space.name,
                      result.restarts, result.tried)
-    summary.tiles[item.label] = replace(tile, instances=result.instances)
+    summary.tiles[item.label] = replace(tile, instances=result.instances,
+                                        left_out=extraction.left_out)
     summary.failures.update(store.failures)
     if result.resumed or store.continued:
         summary.resumed[item.label] = (

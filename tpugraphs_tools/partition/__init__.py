@@ -10,6 +10,7 @@ from tpugraphs_tools.partition._methods import (
     metis_csr,
     metis_partition,
     partition_graph,
+    reduction,
     segments_for,
 )
 from tpugraphs_tools.partition._store import (
@@ -29,6 +30,6 @@ __all__ = [
     "METHODS", "NODE_SEGMENT", "PARTITIONS_DIR", "TABLE", "Csr", "Partition", "PartitionResult",
     "Partitioner", "connected_csr", "contiguous_partition", "dense_relabel", "load_partition",
     "metis_csr", "metis_partition", "npz_bytes", "partition_dataset", "partition_file",
-    "partition_graph", "partition_name", "segments_for", "stored_partitions", "undirected_csr",
-    "undirected_edges",
+    "partition_graph", "partition_name", "reduction", "segments_for", "stored_partitions",
+    "undirected_csr", "undirected_edges",
 ]

@@ -117,6 +117,20 @@ def segments_for(num_nodes: int, segments: int | None = None,
     return max(1, -(-num_nodes // max_segment_nodes))
 
 
+def reduction(part: Partition, requested: int) -> str | None:
+    """Why ``part`` has fewer segments than the ``requested`` k (None when it has them all):
+    a graph of fewer nodes than k (one node per segment at most), or METIS leaving parts empty
+    (contiguous parts of a small graph cannot always fill k)."""
+    got = part.num_segments
+    if got >= requested:
+        return None
+    if requested > part.num_nodes:
+        return (f"{got} of {requested} segments: the graph has {part.num_nodes} nodes and a "
+                "segment holds at least one")
+    return (f"{got} of {requested} segments: METIS left {requested - got} parts empty "
+            f"({part.num_nodes / requested:.1f} nodes per part asked, each part contiguous)")
+
+
 def partition_graph(edge_index: np.ndarray, num_nodes: int, *, method: str = "metis",
                     segments: int | None = None,
                     max_segment_nodes: int | None = None) -> Partition:

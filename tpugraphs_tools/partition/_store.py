@@ -18,7 +18,13 @@ import numpy as np
 import polars as pl
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.partition._methods import METHODS, Partition, partition_graph
+from tpugraphs_tools.partition._methods import (
+    METHODS,
+    Partition,
+    partition_graph,
+    reduction,
+    segments_for,
+)
 from tpugraphs_tools.store import Dataset, now, read_npz
 
 TABLE = "partitions"
@@ -59,6 +65,7 @@ class PartitionResult:
 
     row: dict
     partition: Partition
+    reduced: str | None = None  # why it has fewer segments than asked (``reduction``)
 
 
 def _row(name: str, graph_id: str, method: str, part: Partition, segments: int | None,
@@ -98,14 +105,15 @@ def partition_dataset(dataset: Dataset, *, method: str = "metis", segments: int 
             progress(f"{name}: {graph_id} ({i + 1}/{graphs.height})")
         arrays = dataset.load_arrays(graph_id, ("node_opcode", "edge_index"))
         start = time.perf_counter()
-        part = partition_graph(arrays["edge_index"], int(arrays["node_opcode"].shape[0]),
-                               method=method, segments=segments,
-                               max_segment_nodes=max_segment_nodes)
+        num_nodes = int(arrays["node_opcode"].shape[0])
+        part = partition_graph(arrays["edge_index"], num_nodes, method=method,
+                               segments=segments, max_segment_nodes=max_segment_nodes)
         row = _row(name, graph_id, method, part, segments, max_segment_nodes,
                    time.perf_counter() - start)
         tx.put_file(row["file"], npz_bytes({NODE_SEGMENT: part.node_segment}))
         pending.append(row)
-        results.append(PartitionResult(row, part))
+        results.append(PartitionResult(row, part, reduction(
+            part, segments_for(num_nodes, segments, max_segment_nodes))))
         if len(pending) >= commit_every:
             tx.put_rows(TABLE, "partition_id", [r["partition_id"] for r in pending], pending)
             tx.commit()

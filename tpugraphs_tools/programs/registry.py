@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -81,6 +82,9 @@ class Program:
     origin: str = "zoo"
     # Why it cannot be built on the supported versions (listed by `tgt programs`, not hidden).
     unavailable: str | None = None
+    # The file a user program was loaded from: provenance, kept apart from its name (the name
+    # is the module's, so it does not change with the folder a command runs in).
+    source_file: str | None = None
 
 
 _REGISTRY: dict[str, Program] = {}
@@ -161,7 +165,31 @@ def _load_user_program(spec: str) -> Program:
         raise UnknownProgramError(f"user program {spec!r}: {target} has no callable {attr!r}")
     doc = (make_fn.__doc__ or module.__doc__ or "user program").strip().splitlines()[0]
     presets = tuple(getattr(make_fn, "presets", getattr(module, "PRESETS", ("tiny", "base"))))
-    return Program(name=spec, description=doc, presets=presets, build=make_fn)
+    return Program(name=user_program_name(spec), description=doc, presets=presets,
+                   build=make_fn, source_file=getattr(module, "__file__", None))
+
+
+def _is_path(target: str) -> bool:
+    """A user program's target is written as a file path, not as a dotted module name."""
+    return target.endswith(".py") or "/" in target or os.sep in target or Path(target).is_file()
+
+
+def user_program_name(spec: str) -> str:
+    """The stable name of user program ``spec``: its module's name and function
+    (``my_program:make_fn``), the same from whatever folder a command runs. A dotted module
+    keeps its name; a file is named as Python imports it: its stem, under the packages (folders
+    holding ``__init__.py``) around it. The path stays out of the name (``Program.source_file``
+    keeps it)."""
+    target, _, attr = spec.rpartition(":")
+    if not _is_path(target):
+        return spec
+    path = Path(target).resolve()
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder != folder.parent:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return f"{'.'.join(parts)}:{attr}"
 
 
 def _import_target(target: str) -> Any:

@@ -97,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true",
                         help=f"record sizes in {SIZES_FILE.name} for `tgt programs`")
-    parser.add_argument("--presets", default="tiny,base", help="comma-separated presets")
+    parser.add_argument("--presets", default="tiny,small,base,medium,large",
+                        help="comma-separated presets (a program without one skips it)")
     parser.add_argument("--programs", default="", help="comma-separated names (default: all)")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--batch", type=int, default=1)

@@ -40,6 +40,7 @@ CARD, CROISSANT, CHECKSUMS = "README.md", "croissant.json", "SHA256SUMS"
 SPLIT_WORDS = {"train", "training", "valid", "validation", "val", "dev", "test", "testing",
                "eval", "evaluation"}
 _NAME = re.compile(r"[^a-z0-9]+")
+UNKNOWN_LICENSE = "unknown"  # the Hub's own word for a dataset with no license
 
 
 @dataclass
@@ -69,6 +70,13 @@ def dataset_name(name: str | None, data: Path) -> str:
 def _unreferenced(rows: list[dict[str, Any]], count: int) -> int:
     used = {r["npz_row"] for r in rows if r.get("npz_row") is not None}
     return count - len(used & set(range(count)))
+
+
+def _license_warnings(license: str | None) -> list[str]:
+    if license:
+        return []
+    return [f"no --license given: README.md and croissant.json say {UNKNOWN_LICENSE!r}, so "
+            "nobody can tell whether they may reuse the data; set one, e.g. --license cc-by-4.0"]
 
 
 def _name_warnings(name: str) -> list[str]:
@@ -130,13 +138,16 @@ def write_tables(dataset: Dataset, stage: Path, name: str, splits: dict[str, str
 
 
 def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = None,
-                    license: str = "unknown", version: str = "1.0.0",
+                    license: str | None = None, version: str = "1.0.0",
                     split_by: str = "program", seed: int = 0,
                     ratios: tuple[float, float, float] = DEFAULT_RATIOS,
                     max_shard_bytes: int = DEFAULT_SHARD_BYTES, overwrite: bool = False,
                     progress: Callable[[int, int], None] = lambda _i, _n: None
                     ) -> PublishResult:
-    """Write the shareable dataset of ``data`` to ``out`` (replaced as a whole at the end)."""
+    """Write the shareable dataset of ``data`` to ``out`` (replaced as a whole at the end).
+
+    ``license`` None: the card and Croissant say ``unknown`` and the result warns (a dataset
+    without a license cannot be reused safely; the Hub asks for one too)."""
     data = Path(data)
     check_separate(data, out)
     dataset = Dataset.open(data)
@@ -149,13 +160,14 @@ def publish_dataset(data: str | Path, out: str | Path, *, name: str | None = Non
         shards, warnings, counts = write_tables(dataset, stage, name, plan.splits,
                                                 max_shard_bytes, progress)
         info = PublishInfo(
-            name=name, license=license, version=version,
+            name=name, license=license or UNKNOWN_LICENSE, version=version,
             date_published=_dt.date.today().isoformat(), shards=shards,
             schemas={"graphs": graphs_schema(), "configs": configs_schema()},
             descriptions={t: descriptions(t) for t in TABLES},
             provenance=provenance(dataset.manifest, graphs, dataset.scan("configs")),
             split_by=split_by, seed=seed, ratios=ratios,
-            warnings=plan.conflicts + warnings + _name_warnings(name), split_counts=counts)
+            warnings=(_license_warnings(license) + plan.conflicts + warnings
+                      + _name_warnings(name)), split_counts=counts)
         (stage / CARD).write_text(card_text(info))
         total = info.provenance.counts
         summary = (f"TpuGraphs-style dataset made with tgt: {graphs.height} XLA HLO graphs, "

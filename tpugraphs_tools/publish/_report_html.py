@@ -109,14 +109,14 @@ def _pooled_line(labels: list[GraphLabels]) -> str:
 def headline(stats: ReportStats) -> str:
     """The page's first claim, held to the labels' CIs: a graph counts as having a faster
     config only when some config's whole 95% CI lies below 1."""
-    faster, graphs, unknown = stats.faster_graphs()
-    if not graphs:
+    counted = stats.beats_default()
+    if not counted.graphs:
         return ""
-    unsure = (f" {unknown} of them carry no CIs, so whether they have one is not known."
-              if unknown else "")
-    return (f"<p><b>Headroom</b>: a config is faster than the default (its whole 95% CI below "
-            f"1) in <b>{faster}/{graphs}</b> graphs with measured configs.{unsure} A label "
-            "whose CI holds 1 is not counted, whichever side of 1 it falls on.</p>")
+    unsure = (f" {counted.unknown} of them carry no CIs, so whether they have one is not known."
+              if counted.unknown else "")
+    return (f"<p><b>Headroom</b>: a config beats the default (its whole 95% CI below 1) in "
+            f"<b>{counted.beaten}/{counted.graphs}</b> graphs with measured configs.{unsure} "
+            "A label whose CI holds 1 is not counted, whichever side of 1 it falls on.</p>")
 
 
 def labels_table(labels: list[GraphLabels]) -> str:

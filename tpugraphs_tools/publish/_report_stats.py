@@ -19,7 +19,7 @@ import polars as pl
 from tpugraphs_tools.measure import reason_of
 from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
-from tpugraphs_tools.store import CONTROL_STATUSES, ConfigCounts
+from tpugraphs_tools.store import CONTROL_STATUSES, BeatsDefault, ConfigCounts, beats_default
 
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result",
                   "default_failed")
@@ -68,23 +68,18 @@ class ReportStats:
     graph_ids: list[str] = field(default_factory=list)          # order of the per-graph lists
     controls_per_graph: list[int] = field(default_factory=list)
 
-    def faster_graphs(self) -> tuple[int, int, int]:
-        """(graphs with a config surely faster than the default: its whole 95% CI below 1,
-        graphs with labelled non-default configs, of those the ones without CIs)."""
-        rooms = [g.headroom for g in self.labels if g.headroom is not None]
-        surely = [r.surely_faster_share for r in rooms]
-        return (sum(1 for v in surely if v), len(rooms), sum(1 for v in surely if v is None))
+    def beats_default(self) -> BeatsDefault:
+        """Graphs with a config surely faster than the default (its whole 95% CI below 1),
+        counted as ``tgt baseline`` counts them (``store.beats_default``)."""
+        return beats_default(g.headroom for g in self.labels)
 
     def label_summary(self) -> str | None:
-        """One line: graphs where a config is faster than the default (its CI below 1: a
-        label whose CI holds 1 is not), and the pooled noise ceiling."""
+        """One line: graphs where a config beats the default (its CI below 1: a label whose
+        CI holds 1 does not), and the pooled noise ceiling."""
         pooled = pooled_ceiling(self.labels)
         if pooled is None:
             return None
-        faster, graphs, unknown = self.faster_graphs()
-        line = (f"headroom: a config is faster than the default (95% CI below 1) in "
-                f"{faster}/{graphs} graphs"
-                + (f" ({unknown} without CIs: not known)" if unknown else "") + "; ")
+        line = f"headroom: {self.beats_default().describe()}; "
         if not pooled.graphs:
             return line + "noise ceiling: no CI: ceiling unknown"
         sure = pooled.kendall_tau_sure

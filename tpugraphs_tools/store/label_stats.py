@@ -20,7 +20,9 @@ below the τ of real reruns; with it, +0.013 (−0.039 to +0.065): docs/baseline
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -68,6 +70,42 @@ class Headroom:
                 "fastest_low": self.fastest_low, "fastest_high": self.fastest_high,
                 "faster_share": self.faster_share, "surely_faster_share": self.surely_faster_share,
                 "p5": self.p5, "median": self.median, "p95": self.p95}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Headroom:
+        """Inverse of :meth:`to_json` (other keys, e.g. a report's ``program``, ignored)."""
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values)
+
+    @property
+    def beats_default(self) -> bool | None:
+        """Some config is surely faster than the default: its whole 95% CI lies below 1. A
+        label whose CI holds 1 does not count, whichever side of 1 it falls on; None
+        without CIs (not known). The one definition every report counts by."""
+        if self.surely_faster_share is None:
+            return None
+        return self.surely_faster_share > 0
+
+
+@dataclass(frozen=True)
+class BeatsDefault:
+    """Graphs where a config beats the default (:attr:`Headroom.beats_default`)."""
+
+    beaten: int   # graphs with a config whose 95% CI lies below 1
+    graphs: int   # graphs with labelled non-default configs
+    unknown: int  # of those, graphs whose labels carry no CIs (not known)
+
+    def describe(self) -> str:
+        """The sentence ``tgt baseline``, its report and ``tgt report`` all print."""
+        return (f"a config beats the default (95% CI below 1) in {self.beaten}/{self.graphs} "
+                "graphs" + (f" ({self.unknown} without CIs: not known)" if self.unknown else ""))
+
+
+def beats_default(rooms: Iterable[Headroom | None]) -> BeatsDefault:
+    """Count graphs by :attr:`Headroom.beats_default` (None: no labelled config, not counted)."""
+    known = [room.beats_default for room in rooms if room is not None]
+    return BeatsDefault(sum(1 for b in known if b), len(known),
+                        sum(1 for b in known if b is None))
 
 
 def log_se(label: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:

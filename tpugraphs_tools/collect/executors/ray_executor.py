@@ -42,6 +42,7 @@ from tpugraphs_tools.collect.run import (
     CollectSummary,
     build_graph,
     commit_graph,
+    keep_stored_names,
     log_folder,
     resumed_line,
     start_graph,
@@ -172,7 +173,7 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
 
     try:
         graphs: dict[str, _Graph] = {}
-        for item in request.items:
+        for item in keep_stored_names(dataset, request, summary):
             if item.collection == Kind.TILE:
                 progress(f"{item.label}: tile kernels, measured by this driver's workers")
                 _collect_tiles_here(dataset, item, request.backend, summary,

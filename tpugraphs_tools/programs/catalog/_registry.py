@@ -50,15 +50,19 @@ _register_all()
 
 
 def catalog_status() -> list[str]:
-    """Lines for `tgt programs` under the table: the extra to install, classes not covered."""
+    """Lines for `tgt programs` under the table: the extra to install, then the keras-hub
+    classes that are not entries, with why (an entry is a keras-hub class with a published
+    configuration the catalog builds at every preset; a class without one cannot be named)."""
     from tpugraphs_tools.programs.catalog._backend import INSTALL_HINT, keras_hub_version
-    from tpugraphs_tools.programs.catalog._status import class_notes
+    from tpugraphs_tools.programs.catalog._status import base_classes, missing_entries
 
     version = keras_hub_version()
-    lines = [f"keras-hub catalog: {len(ENTRIES)} entries; "
-             + (f"keras-hub {version} installed" if version else
-                f"keras-hub is not installed, building one needs: {INSTALL_HINT}")]
-    for cls, (alias, why) in sorted(class_notes().items()):
-        if not alias and why:
-            lines.append(f"  keras-hub {cls}: {why}")
-    return lines
+    missing, bases = missing_entries(), base_classes()
+    return [f"keras-hub catalog: {len(ENTRIES)} entries; "
+            + (f"keras-hub {version} installed" if version else
+               f"keras-hub is not installed, building one needs: {INSTALL_HINT}"),
+            f"keras-hub classes that are not entries ({len(missing) + len(bases)}): "
+            f"`--program {PREFIX}<name>` cannot build them. An entry is a class with a "
+            "published configuration that tgt builds at every preset; why each has none:",
+            f"  {', '.join(bases)}: base classes, not models",
+            *(f"  {cls}: {why}" for cls, why in missing.items())]

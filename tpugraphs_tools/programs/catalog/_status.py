@@ -9,7 +9,8 @@ alias points at the class whose entries cover it.
 from __future__ import annotations
 
 NO_MODEL = "a base class, not a model"
-COMPOSITE = ("not an entry yet: built from sub-models ({}) whose published sizes the catalog "
+NOT_YET = "not an entry yet: "
+COMPOSITE = (NOT_YET + "built from sub-models ({}) whose published sizes the catalog "
              "does not encode yet")
 
 NOTES: dict[str, tuple[str, str]] = {
@@ -32,19 +33,19 @@ NOTES: dict[str, tuple[str, str]] = {
         "vision, text and geometry encoders, a DETR encoder/decoder and a mask decoder")),
     "StableDiffusion3Backbone": ("", COMPOSITE.format("an MMDiT, a VAE and two CLIP text "
                                                       "encoders")),
-    "PaliGemmaBackbone": ("", "not an entry yet: Gemma decoder + SigLIP image tower whose "
+    "PaliGemmaBackbone": ("", NOT_YET + "Gemma decoder + SigLIP image tower whose "
                               "image-token inputs the catalog does not build yet"),
-    "Gemma3nBackbone": ("", "not an entry yet: AltUp / Laurel / per-layer-input arguments "
+    "Gemma3nBackbone": ("", NOT_YET + "AltUp / Laurel / per-layer-input arguments "
                             "(17 required) without a checked published configuration"),
-    "Gemma4Backbone": ("", "not an entry yet: no published configuration checked for its "
+    "Gemma4Backbone": ("", NOT_YET + "no published configuration checked for its "
                            "per-layer-input and MoE arguments"),
-    "Qwen3_5Backbone": ("", "not an entry yet: no published configuration checked for its "
+    "Qwen3_5Backbone": ("", NOT_YET + "no published configuration checked for its "
                             "linear-attention (gated delta net) layers"),
-    "Qwen3_5MoeBackbone": ("", "not an entry yet: no published configuration checked for its "
+    "Qwen3_5MoeBackbone": ("", NOT_YET + "no published configuration checked for its "
                                "linear-attention (gated delta net) layers"),
-    "MobileNetV5Backbone": ("", "not an entry yet: Gemma 3n's vision tower, 17 per-stage "
+    "MobileNetV5Backbone": ("", NOT_YET + "Gemma 3n's vision tower, 17 per-stage "
                                 "argument lists without a checked published configuration"),
-    "VideoPrismBackbone": ("", "not an entry yet: video input (frames x patches) without a "
+    "VideoPrismBackbone": ("", NOT_YET + "video input (frames x patches) without a "
                                "checked published configuration"),
 }
 
@@ -52,3 +53,15 @@ NOTES: dict[str, tuple[str, str]] = {
 def class_notes() -> dict[str, tuple[str, str]]:
     """keras-hub class name -> (class whose entries cover it, or "", why it has none)."""
     return dict(NOTES)
+
+
+def base_classes() -> list[str]:
+    """keras-hub ``*Backbone`` names that are base classes, not models (never an entry)."""
+    return sorted(cls for cls, (_alias, why) in NOTES.items() if why == NO_MODEL)
+
+
+def missing_entries() -> dict[str, str]:
+    """Model classes with no entry yet -> what an entry still needs (an entry is a published
+    configuration of the class that the catalog builds at every preset)."""
+    return {cls: why.removeprefix(NOT_YET) for cls, (alias, why) in sorted(NOTES.items())
+            if not alias and why.startswith(NOT_YET)}
