@@ -55,9 +55,10 @@ def catalog_status() -> list[str]:
     from tpugraphs_tools.programs.catalog._status import class_notes
 
     version = keras_hub_version()
-    lines = [f"keras-hub catalog: {len(ENTRIES)} entries; "
-             + (f"keras-hub {version} installed" if version else
-                f"keras-hub is not installed, building one needs: {INSTALL_HINT}")]
+    head = f"keras-hub catalog: {len(ENTRIES)} entries; "
+    # without keras-hub, the install command on a line of its own: whole, to copy
+    lines = ([f"{head}keras-hub {version} installed"] if version else
+             [f"{head}keras-hub is not installed, building one needs:", f"  {INSTALL_HINT}"])
     for cls, (alias, why) in sorted(class_notes().items()):
         if not alias and why:
             lines.append(f"  keras-hub {cls}: {why}")
