@@ -139,8 +139,8 @@ class Smoke:
 
     # -- commands ------------------------------------------------------------------------
 
-    def hint_of(self, done: subprocess.CompletedProcess[str], extra: str) -> str:
-        """The one install hint in ``done``'s output; it must name ``extra``."""
+    def hint_of(self, done: subprocess.CompletedProcess[str], extra: str) -> tuple[str, str]:
+        """The one install hint in ``done``'s output (and its line); it must name ``extra``."""
         output = done.stdout + done.stderr
         hints = {m.group(0) for m in HINT.finditer(output)}
         self.check(len(hints) == 1, f"expected one `pip install 'tpugraphs-tools[{extra}]'` "
@@ -151,11 +151,13 @@ class Smoke:
                    f"the hint {hint!r} names another extra than [{extra}]", output)
         lines = [line for line in output.splitlines() if hint in line]
         self.check(len(lines) == 1, f"the hint {hint!r} is not on one line", output)
-        return hint
+        return hint, lines[0]
 
     def fix_with_hint(self, failed: subprocess.CompletedProcess[str], extra: str) -> None:
         """Copy the hint out of the failed command's output and run it as the user would."""
-        self.sh(self.hint_of(failed, extra))
+        hint, line = self.hint_of(failed, extra)
+        print(f"  {line}")
+        self.sh(hint)
 
     def dataset_commands(self) -> None:
         """Every command on a tiny dataset collected here: two zoo programs, 4 configs each."""
@@ -201,7 +203,7 @@ class Smoke:
 
         # ray: the hint and its extra only (a local Ray cluster is tests/publish's work)
         ray = self.tgt("validate", "data", "--executor", "ray", expect=1)
-        self.hint_of(ray, "ray")
+        print(f"  {self.hint_of(ray, 'ray')[1]}")
 
         program = ("--program", "keras_hub/bert", "--preset", "tiny")
         self.fix_with_hint(self.tgt("collect", *program, "--configs", "0", "--out", "kh",
