@@ -53,8 +53,11 @@ class Smoke:
         self.user = work / "user-venv"
         self.run_dir = work / "run"
         self.checks = 0
-        self.version = re.search(r'__version__ = "([^"]+)"',
-                                 (ROOT / "tpugraphs_tools" / "__init__.py").read_text())[1]
+        init = (ROOT / "tpugraphs_tools" / "__init__.py").read_text()
+        found = re.search(r'^__version__ = "([^"]+)"$', init, re.M)
+        if found is None:
+            raise SystemExit("tpugraphs_tools/__init__.py: no __version__ line")
+        self.version = found[1]
 
     def check(self, ok: bool, what: str, output: str = "") -> None:
         if not ok:
