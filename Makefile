@@ -10,13 +10,13 @@ PIN    := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 
 .PHONY: demo test lint bench clean venv
 
-# keras-hub as the catalog extra in pyproject.toml pins it, installed without its tensorflow
+# keras-hub in the range tgt pins (programs/catalog KERAS_HUB), installed without its tensorflow
 # requirements (dev lists the light ones): docs/programs.md, "Catalog programs".
-export KERAS_HUB_SPEC = import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["catalog"] if r.startswith("keras-hub")))
+export KERAS_HUB_SPEC = from tpugraphs_tools.programs.catalog import KERAS_HUB; print(KERAS_HUB)
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml $(CONSTRAINTS)
+$(STAMP): pyproject.toml tpugraphs_tools/__init__.py $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]' $(PIN)

@@ -1,3 +1,3 @@
 """tgt: build, validate and publish TpuGraphs-style datasets from any JAX program or HLO dump."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -20,7 +20,13 @@ import pytest
 
 from tpugraphs_tools.errors import InstallError, KerasBackendError, ProgramError
 from tpugraphs_tools.programs import ProgramArgs, default_args, get_program, list_programs, lower
-from tpugraphs_tools.programs.catalog import FAMILIES, PREFIX, catalog_entries
+from tpugraphs_tools.programs.catalog import (
+    FAMILIES,
+    INSTALL_HINT,
+    KERAS_HUB,
+    PREFIX,
+    catalog_entries,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 HAVE_KERAS_HUB = importlib.util.find_spec("keras_hub") is not None
@@ -65,7 +71,8 @@ def test_without_keras_hub_a_catalog_program_names_the_extra(tmp_path: Path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     line = next(x for x in out.stdout.splitlines() if x.startswith("INSTALL"))
-    assert "tpugraphs-tools[catalog]" in line and "keras_hub/bert" in line
+    assert line.endswith(INSTALL_HINT) and "keras_hub/bert" in line
+    assert f"pip install 'tpugraphs-tools[catalog]' && pip install --no-deps '{KERAS_HUB}'" in line
     assert issubclass(InstallError, Exception)
 
 

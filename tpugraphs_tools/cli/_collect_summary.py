@@ -12,6 +12,7 @@ from typing import Any
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from tpugraphs_tools.cli._common import plural, print_pairs_apart, terminal
 
@@ -241,7 +242,7 @@ def print_status(root: str) -> None:
                       ConfigCounts.of_statuses(row["statuses"]).describe(),
                       ", ".join(f"{k} {v}" for k, v in sorted(row["statuses"].items())))
     for graph_id, info in status["partial"].items():
-        table.add_row(graph_id, "[yellow]in progress[/]",
+        table.add_row(graph_id, Text("in progress", style="yellow"),
                       f"{ConfigCounts.of_statuses(info['statuses']).describe()} journaled",
                       ", ".join(f"{k} {v}" for k, v in info["statuses"].items()))
     terminal.print(table)

@@ -23,6 +23,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from tpugraphs_tools.errors import TgtError
 
@@ -60,16 +61,30 @@ def _piped_width() -> int | None:
     return _columns() or 132
 
 
+def plain_console(**options: Any) -> Console:
+    """A console that prints text as written: no markup tags, no ``:emoji:`` codes.
+
+    Messages carry names, paths and hints such as ``pip install 'tpugraphs-tools[publish]'``;
+    rich's markup would read ``[publish]`` as a style tag and drop it (and ``:cd:`` as an
+    emoji). Styles are meant, never parsed: ``Text`` objects, ``style=`` or ``markup=True``.
+    """
+    return Console(markup=False, emoji=False, **options)
+
+
 class Terminal:
     """Every line the CLI shows: results on stdout, warnings and errors on stderr.
+
+    Strings are shown as written (tables' cells and titles included): brackets survive. A
+    style is asked for explicitly: ``print(text, style="yellow")``, a ``rich.text.Text``, or
+    ``print("[b]x[/]", markup=True)``.
 
     On a TTY, ``status`` and ``progress`` draw a live spinner or bar that disappears when the
     work ends; otherwise (pipes, CI, tests) they draw nothing, so the output holds only results.
     """
 
     def __init__(self, out: Console | None = None, err: Console | None = None) -> None:
-        self.console = out or Console(width=_piped_width())
-        self.err_console = err or Console(stderr=True)
+        self.console = out or plain_console(width=_piped_width())
+        self.err_console = err or plain_console(stderr=True)
         # Piped with no COLUMNS set: nothing to fit, so wide tables print whole (never cropped).
         self.unbounded = out is None and not sys.stdout.isatty() and _columns() is None
 
@@ -79,7 +94,7 @@ class Terminal:
         return self.console.is_terminal and not self.console.is_dumb_terminal
 
     def print(self, *objects: Any, **options: Any) -> None:
-        """A result (text with rich markup, or a table) on stdout."""
+        """A result (text as written, a ``Text`` or a table) on stdout; ``style=`` colours it."""
         self.console.print(*objects, **options)
 
     def fitted(self, full: Table, narrow: Table, *, left_out: str = "") -> None:
@@ -100,7 +115,7 @@ class Terminal:
         else:
             self.console.print(narrow)
             if left_out:
-                self.console.print(f"[dim]{left_out}[/]", highlight=False)
+                self.console.print(left_out, style="dim", highlight=False)
 
     def raw(self, text: str) -> None:
         """Machine-readable text on stdout, verbatim (no markup, wrapping or colour)."""
@@ -108,22 +123,24 @@ class Terminal:
 
     def success(self, message: str, **options: Any) -> None:
         """The closing ``✓`` line of a command that did its work."""
-        self.console.print(f"[green]✓[/] {message}", **options)
+        highlight = options.pop("highlight", None)
+        self.console.print(_labelled(self.console, "✓", "green", message, highlight), **options)
 
     def note(self, label: str, message: str) -> None:
         """A yellow ``label:`` line on stdout: part of the result (e.g. ``partial:``)."""
-        self.console.print(f"[yellow]{label}:[/] {message}", highlight=False)
+        self.console.print(_labelled(self.console, f"{label}:", "yellow", message))
 
     def warnings(self, lines: Sequence[str], limit: int = 10) -> None:
         """Up to ``limit`` warnings on stderr, then how many more there were."""
         for line in lines[:limit]:
-            self.err_console.print(f"[yellow]warning:[/] {line}", highlight=False)
+            self.err_console.print(_labelled(self.err_console, "warning:", "yellow", line))
         if len(lines) > limit:
-            self.err_console.print(f"[yellow]… {len(lines) - limit} more warnings[/]")
+            self.err_console.print(f"… {len(lines) - limit} more warnings", style="yellow")
 
     def error(self, message: str) -> None:
-        """A red ``error:`` line on stderr."""
-        self.err_console.print(f"[bold red]error:[/] {message}", highlight=False,
+        """A red ``error:`` line on stderr, as written (a hint like ``pip install
+        'tpugraphs-tools[publish]'`` must reach the user whole: they copy it)."""
+        self.err_console.print(_labelled(self.err_console, "error:", "bold red", message),
                                soft_wrap=True)
 
     def abort(self, message: str, code: int = 1) -> NoReturn:
@@ -145,7 +162,7 @@ class Terminal:
         if not self.interactive:
             yield _ignore
             return
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+        with Progress(SpinnerColumn(), _described(), TimeElapsedColumn(),
                       console=self.console, transient=True) as bar:
             task = bar.add_task(message, total=None)
             yield lambda text: bar.update(task, description=text)
@@ -156,7 +173,7 @@ class Terminal:
         if not self.interactive:
             yield _ignore
             return
-        with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        with Progress(_described(), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=self.console, transient=True) as bar:
             task = bar.add_task(label, total=None)
             yield lambda done, total: bar.update(task, completed=done, total=total)
@@ -169,8 +186,8 @@ class Terminal:
         if not self.interactive:
             yield _ignore
             return
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), TextColumn("{task.fields[text]}"),
+        with Progress(_described(), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("{task.fields[text]}", markup=False),
                       console=self.console, transient=True) as bar:
             tasks: list[Any] = []
             described: dict[Any, str] = {}
@@ -193,6 +210,18 @@ class Terminal:
                     bar.update(task, visible=False)
 
             yield show
+
+
+def _labelled(console: Console, label: str, style: str, message: str,
+              highlight: bool | None = False) -> Text:
+    """``label message`` with only the label styled: the message is shown as written."""
+    text = console.render_str(message, markup=False, emoji=False, highlight=highlight)
+    return Text.assemble((label, style), " ", text)
+
+
+def _described() -> TextColumn:
+    """A progress column showing each task's description as written (no markup)."""
+    return TextColumn("{task.description}", markup=False)
 
 
 def _ignore(*_args: object) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from tpugraphs_tools.cli._common import data_argument, handle_errors, plural, terminal
 
@@ -281,7 +282,7 @@ def results_table(name: str, evaluation: Evaluation, *, compact: bool = False) -
             table.add_section()
         for method, values in methods.items():
             style = "bold" if method == "model" else ""
-            table.add_row(split, f"[{style}]{method}[/]" if style else method,
+            table.add_row(split, Text(method, style=style),
                           str(int(values.get("graphs", 0))),
                           *(_fmt(values.get(key)) for _, key in columns))
     return table

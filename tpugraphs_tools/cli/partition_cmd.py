@@ -50,7 +50,7 @@ def partition(data: str, segments: int | None, max_segment_nodes: int | None, me
                                     graph_ids=list(graph_ids) or None, collection=collection,
                                     progress=show)
     if not results:
-        terminal.print(f"[yellow]no graphs to partition in {data}[/]")
+        terminal.print(f"no graphs to partition in {data}", style="yellow")
         return
     columns = ("graph_id", "nodes", "segments", "edge cut", "cut %", "balance", "seconds")
     table = terminal.table(f"{name} partitions in {data}", columns, right=columns[1:])

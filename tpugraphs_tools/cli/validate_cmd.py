@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import click
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, plural, terminal
 from tpugraphs_tools.validate import CLASSES, Finding, Report
@@ -61,12 +61,12 @@ def _render(report: Report, examples: int, strict: bool) -> None:
     findings = report.findings
     head = f"{report.root} ({report.kind}, {report.files_checked} files checked)"
     if not findings:
-        terminal.success(f"{escape(head)}: clean", highlight=False)
+        terminal.success(f"{head}: clean", highlight=False)
         return
     by_class: dict[str, dict[str, list[Finding]]] = {}
     for f in findings:
         by_class.setdefault(f.fault_class, {}).setdefault(f.check, []).append(f)
-    terminal.print(f"validation findings: {escape(head)}", highlight=False)
+    terminal.print(f"validation findings: {head}", highlight=False)
     order = {c: i for i, c in enumerate(CLASSES)}
     for cls in sorted(by_class, key=lambda c: order.get(c, 99)):
         groups = by_class[cls]
@@ -74,17 +74,17 @@ def _render(report: Report, examples: int, strict: bool) -> None:
                       title_justify="left", show_lines=True)
         table.add_column("check", no_wrap=True)
         table.add_column("count", justify="right")
-        table.add_column(escape("examples (file[key]@index: message)"), overflow="fold")
+        table.add_column("examples (file[key]@index: message)", overflow="fold")
         for check, items in sorted(groups.items()):
             shown = items[:examples]
-            lines = [escape(f"{f.location()}: {f.message}") for f in shown]
+            lines = [f"{f.location()}: {f.message}" for f in shown]
             if len(items) > len(shown):
                 lines.append(f"… {len(items) - len(shown)} more")
             colour = "red" if items[0].severity == "error" else "yellow"
-            table.add_row(f"[{colour}]{check}[/]", str(len(items)), "\n".join(lines))
+            table.add_row(Text(check, style=colour), str(len(items)), "\n".join(lines))
         terminal.print(table)
-    verdict = "[red]FAIL[/]" if not report.ok(strict=strict) else "[yellow]OK (warnings)[/]"
-    terminal.print(f"{verdict}: {plural(len(report.errors), 'error')}, "
-                   f"{plural(len(report.warnings), 'warning')}"
-                   + (" (stopped early: --max-errors)" if report.truncated else ""),
-                   highlight=False)
+    verdict = (Text("FAIL", style="red") if not report.ok(strict=strict)
+               else Text("OK (warnings)", style="yellow"))
+    terminal.print(Text.assemble(verdict, f": {plural(len(report.errors), 'error')}, "
+                                 f"{plural(len(report.warnings), 'warning')}"
+                                 + (" (stopped early: --max-errors)" if report.truncated else "")))

@@ -23,7 +23,12 @@ from typing import Any
 from tpugraphs_tools.errors import InstallError, KerasBackendError
 
 EXTRA = "catalog"
-INSTALL_HINT = f"pip install 'tpugraphs-tools[{EXTRA}]'"
+# The keras-hub releases tested: a release can change a model's graph, like a jax release.
+KERAS_HUB = "keras-hub>=0.32,<0.33"
+# keras-hub's own requirements pull tensorflow and tensorflow-text, which lowering through jax
+# never imports: the extra brings keras and what keras-hub imports, and keras-hub goes in
+# without its requirements (docs/programs.md, "Install"; the Makefile reads KERAS_HUB).
+INSTALL_HINT = f"pip install 'tpugraphs-tools[{EXTRA}]' && pip install --no-deps '{KERAS_HUB}'"
 
 
 def _check_environment() -> None:

@@ -58,9 +58,11 @@ def catalog_status() -> list[str]:
 
     version = keras_hub_version()
     missing, bases = missing_entries(), base_classes()
-    return [f"keras-hub catalog: {len(ENTRIES)} entries; "
-            + (f"keras-hub {version} installed" if version else
-               f"keras-hub is not installed, building one needs: {INSTALL_HINT}"),
+    head = f"keras-hub catalog: {len(ENTRIES)} entries; "
+    # without keras-hub, the install command on a line of its own: whole, to copy
+    lines = ([f"{head}keras-hub {version} installed"] if version else
+             [f"{head}keras-hub is not installed, building one needs:", f"  {INSTALL_HINT}"])
+    return [*lines,
             f"keras-hub classes that are not entries ({len(missing) + len(bases)}): "
             f"`--program {PREFIX}<name>` cannot build them. An entry is a class with a "
             "published configuration that tgt builds at every preset; why each has none:",
