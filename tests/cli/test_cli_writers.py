@@ -170,3 +170,11 @@ def test_export_publish_partition_call_a_missing_npz_missing(command: list[str],
     assert result.exit_code == 1
     line = one_line(result)
     assert f"{npz}: missing" in line and "damaged" not in line
+
+
+def test_status_names_the_run_writing_the_dataset(data: Path) -> None:
+    with held_by_another_process(data) as proc:
+        result = run("collect", "--status", data)
+    assert result.exit_code == 0, result.output
+    assert f"being written: by pid {proc.pid} on " in result.output
+    assert "being written" not in run("collect", "--status", data).output
