@@ -122,6 +122,17 @@ def test_a_lock_of_another_host_lives_while_its_heartbeat_does(tmp_path: Path) -
     assert not (tmp_path / LOCK_FILE).exists()
 
 
+def test_an_unreadable_lock_is_judged_by_its_age(tmp_path: Path) -> None:
+    (tmp_path / LOCK_FILE).write_bytes(b"\x00 not a holder")
+    with pytest.raises(DatasetLockedError, match=r"an unreadable .*last heartbeat"), \
+            dataset_lock(tmp_path):
+        pass
+    old = time.time() - LEASE_S - 30
+    os.utime(tmp_path / LOCK_FILE, (old, old))
+    with dataset_lock(tmp_path) as holder:
+        assert Holder.parse((tmp_path / LOCK_FILE).read_bytes()) == holder
+
+
 def test_the_holder_refreshes_its_heartbeat(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(lock_module, "HEARTBEAT_S", 0.05)
     with dataset_lock(tmp_path):

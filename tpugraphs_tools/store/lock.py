@@ -110,9 +110,10 @@ class Holder:
     def parse(cls, data: bytes) -> Holder | None:
         try:
             raw = json.loads(data)
-            return cls(**{k: raw.get(k) for k in cls.__dataclass_fields__})
+            holder = cls(**{k: raw.get(k) for k in cls.__dataclass_fields__})
         except (ValueError, TypeError, AttributeError):
             return None
+        return holder if isinstance(holder.pid, int) and isinstance(holder.host, str) else None
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode() + b"\n"
