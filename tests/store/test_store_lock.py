@@ -90,6 +90,17 @@ def test_a_lock_left_by_a_killed_run_is_taken_over(tmp_path: Path, arrays) -> No
     assert_consistent(root)  # the lock file is gone too
 
 
+def test_a_killed_run_not_yet_reaped_by_its_parent_is_gone(tmp_path: Path) -> None:
+    if Holder.this_process().start is None:
+        pytest.skip("no /proc: process states unknown")
+    with held_by_another_process(tmp_path) as proc:
+        os.kill(proc.pid, 9)
+        while Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)             # a zombie until the test's wait() reaps it
+        with dataset_lock(tmp_path) as holder:
+            assert holder.pid == os.getpid()
+
+
 def test_a_pid_reused_by_a_later_process_is_stale(tmp_path: Path) -> None:
     if Holder.this_process().start is None:
         pytest.skip("no /proc: process start times unknown")

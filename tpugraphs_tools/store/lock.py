@@ -69,13 +69,15 @@ def _pid_namespace() -> str | None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed but not yet reaped by its parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process: it exists
-        return True
-    return True
+        pass
+    stat = _read(f"/proc/{pid}/stat")
+    return not (stat and stat.rsplit(")", 1)[-1].split()[:1] == ["Z"])
 
 
 def _command_line() -> str:
