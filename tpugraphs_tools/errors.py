@@ -27,6 +27,7 @@ Tree::
     │   └── PlanError
     ├── DatasetError          store/, publish/, partition/: dataset directories and trees
     │   ├── DatasetFileError  a dataset file (manifest, table part, npz) missing or damaged
+    │   ├── DatasetLockedError  another live run is writing the dataset (store/lock.py)
     │   ├── FormatVersionError
     │   ├── TuningDataError   an official raw tuning proto that cannot be imported
     │   └── NothingToScore (also a BaselineError)
@@ -165,6 +166,10 @@ class DatasetError(TgtError):
 
 class DatasetFileError(DatasetError):
     """Raised by the store's readers for a missing or damaged manifest, table part or npz."""
+
+
+class DatasetLockedError(DatasetError):
+    """Raised for a dataset another live tgt run is writing (names its pid, host and start)."""
 
 
 class FormatVersionError(DatasetError):

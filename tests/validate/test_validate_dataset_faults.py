@@ -26,6 +26,7 @@ from validate_helpers import (
     table_part,
 )
 
+from tpugraphs_tools.store import LOCK_FILE, Holder
 from tpugraphs_tools.validate import CHECKS, validate_path
 
 HLO_A = f"graphs/{GRAPH_A}.hlo.txt"
@@ -94,6 +95,13 @@ def _touch(rel: str, check: str) -> Callable[[Path], tuple[Expect, ...]]:
         (root / rel).write_text("{}")
         return (Expect(check, rel),)
     return fn
+
+
+def _being_written(root: Path) -> tuple[Expect, ...]:
+    """The write lock of a run on another host whose heartbeat is fresh: live."""
+    holder = Holder(4242, "node-7", "2025-06-01 12:00:03 UTC", "tgt collect", "token")
+    (root / LOCK_FILE).write_bytes(holder.to_bytes())
+    return (Expect("dataset.being_written", LOCK_FILE),)
 
 
 def _manifest(edit: Callable[[dict], object], check: str, key: str | None = None
@@ -168,6 +176,7 @@ CASES = [
     Case("temp_leftover", "dataset.interrupted_write", _touch("graphs.parquet.tgt-tmp-deadbeef",
                                  "dataset.interrupted_write")),
     Case("journal_leftover", "dataset.interrupted_write", _touch(".tgt-commit.json", "dataset.interrupted_write")),
+    Case("being_written", "dataset.being_written", _being_written),
     Case("partial_collection", "dataset.partial_collection", _touch(".tgt-work/g.jsonl", "dataset.partial_collection")),
     Case("manifest_schema", "dataset.manifest_schema", _manifest(lambda m: m.pop("host"), "dataset.manifest_schema")),
     Case("manifest_type", "dataset.manifest_schema", _manifest(lambda m: m.update(devices="cpu"),

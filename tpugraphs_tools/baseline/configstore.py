@@ -26,10 +26,10 @@ from typing import Protocol
 
 import numpy as np
 
-from tpugraphs_tools.errors import DatasetError
+from tpugraphs_tools.errors import DatasetError, DatasetFileError
 from tpugraphs_tools.format import Collection, collection_of
 from tpugraphs_tools.store import CACHE_DIR as STORE_CACHE_DIR
-from tpugraphs_tools.store import NPZ_ERRORS
+from tpugraphs_tools.store import NPZ_ERRORS, missing_npz
 
 CACHE_DIR = Path(STORE_CACHE_DIR) / "baseline-configs"
 CACHE_VERSION = 2           # bump when the files' contents or conversions change
@@ -213,6 +213,8 @@ class ConfigCache:
 
     def _build(self, source: CacheableSource, graph_id: str, kind: str, folder: Path) -> None:
         npz = source.npz_file(graph_id)
+        if not npz.is_file():  # gone: no repacking (or --in-memory-configs) can help
+            raise DatasetFileError(missing_npz(npz))
         tmp = folder.with_name(f"{folder.name}.tmp-{uuid.uuid4().hex[:8]}")
         try:
             tmp.mkdir(parents=True)

@@ -138,9 +138,11 @@ class TgtSource:
 
     def content_key(self, graph_id: str) -> str:
         """The manifest checksums of the graph's npz and of the configs parts that may hold
-        its rows: the configs cache is rebuilt when either changes."""
+        its rows: the configs cache is rebuilt when either changes. The npz must be there with
+        the manifest's byte count, or a cache built from it would outlive it."""
         from tpugraphs_tools.store import parts_for_key
 
+        self.dataset.check_graph_file(graph_id)
         files = self.dataset.manifest.get("files", {})
         rel = self.npz_file(graph_id).relative_to(self.dataset.root).as_posix()
         parts = parts_for_key(self.dataset.table_info("configs"), graph_id)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -246,6 +247,8 @@ def print_status(root: str) -> None:
                       f"{ConfigCounts.of_statuses(info['statuses']).describe()} journaled",
                       ", ".join(f"{k} {v}" for k, v in info["statuses"].items()))
     terminal.print(table)
+    if status["writer"]:  # "in progress" rows are being measured now, not interrupted
+        terminal.note("being written", escape(f"by {status['writer']}"))
     for parent, tile in status["tile_programs"].items():
         terminal.print(
             f"tile program {tile['program']} ({parent}): {tile['kernels']} kernels: "

@@ -180,10 +180,14 @@ def baseline(data: str, epochs: int, seed: int, layer: str | None, model: str | 
                                default_slots=default_slots,
                                hlo_features=hlo_features, max_configs=max_configs, seed=seed,
                                lazy_configs=lazy_configs))
-    with terminal.status("baseline") as show:
-        report = run_baseline(data, opts, progress=show)
-    paths = (write_report(report, report_path) if report_path is not None
-             else save_report(report, data))
+    from tpugraphs_tools.store import lock_if_dataset
+
+    # a report going into DATA: its write lock from the start, so no run waits to be refused
+    with lock_if_dataset(data if report_path is None else None):
+        with terminal.status("baseline") as show:
+            report = run_baseline(data, opts, progress=show)
+        paths = (write_report(report, report_path) if report_path is not None
+                 else save_report(report, data))
     print_report(report)
     if paths[2:]:
         terminal.note("models", ", ".join(str(p) for p in paths[2:] if p.suffix == ".msgpack")
@@ -213,11 +217,13 @@ def _predict(data: str, model: str, collection: str | None, lazy_configs: bool,
              out: str | None) -> None:
     """Rank ``data``'s configs with a saved model; print the metrics where it has labels."""
     from tpugraphs_tools.baseline import predict_dataset, save_predictions
+    from tpugraphs_tools.store import lock_if_dataset
 
-    with terminal.status("predict") as show:
-        prediction = predict_dataset(data, model, collection=collection,
-                                     lazy_configs=lazy_configs, progress=show)
-    paths = save_predictions(prediction, data, out)
+    with lock_if_dataset(data if out is None else None):
+        with terminal.status("predict") as show:
+            prediction = predict_dataset(data, model, collection=collection,
+                                         lazy_configs=lazy_configs, progress=show)
+        paths = save_predictions(prediction, data, out)
     summary = prediction.summary
     if summary.get("graphs"):
         columns = _COLUMNS[prediction.kind]

@@ -44,7 +44,7 @@ from tpugraphs_tools.measure import (
     compile_hlo_source,
     log_workers_to,
 )
-from tpugraphs_tools.store import LOG_DIR, Dataset
+from tpugraphs_tools.store import LOG_DIR, Dataset, dataset_writer
 
 Progress = Callable[[ProgressEvent], None]
 
@@ -217,7 +217,8 @@ def collect(request: CollectRequest, progress: Progress = lambda _event: None
     """Collect ``request`` into its dataset; ``progress`` sees a :class:`ProgressEvent` at
     every stage and config result (collect/progress.py)."""
     started = time.monotonic()
-    with no_empty_out(request.out), log_workers_to(log_folder(request)):
+    with no_empty_out(request.out), dataset_writer(request.out), \
+            log_workers_to(log_folder(request)):
         summary = _collect(request, ProgressTracker(progress, [_planned(i) for i in
                                                                request.items]))
     summary.wall_seconds = time.monotonic() - started

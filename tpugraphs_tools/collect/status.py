@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from tpugraphs_tools.collect.journal import PartialGraph, partial_collections
 from tpugraphs_tools.collect.tile_resume import KERNELS_SUFFIX, read_program
-from tpugraphs_tools.store import MANIFEST, WORK_DIR, Dataset
+from tpugraphs_tools.store import MANIFEST, WORK_DIR, Dataset, live_holder
 
 
 class CommittedGraph(TypedDict):
@@ -45,6 +45,7 @@ class CollectionStatus(TypedDict):
     committed: list[CommittedGraph]
     partial: dict[str, PartialGraph]
     tile_programs: dict[str, TileProgram]   # parent graph id -> its kernels' progress
+    writer: str | None  # the live run holding the write lock (pid, host, since, command)
 
 
 def collection_status(root: str | Path) -> CollectionStatus:
@@ -71,8 +72,9 @@ def collection_status(root: str | Path) -> CollectionStatus:
             "skipped": dict(record["skipped"]),
             "left": [g for g in ids if g not in graph_ids and g not in partial
                      and g not in skipped_ids]}
+    holder = live_holder(root)
     return {"dataset": str(root), "committed": committed, "partial": partial,
-            "tile_programs": tiles}
+            "tile_programs": tiles, "writer": holder.describe() if holder else None}
 
 
 def _committed(dataset: Dataset) -> list[CommittedGraph]:

@@ -25,7 +25,7 @@ from tpugraphs_tools.partition._methods import (
     reduction,
     segments_for,
 )
-from tpugraphs_tools.store import Dataset, now, read_npz
+from tpugraphs_tools.store import Dataset, dataset_lock, now, read_npz
 
 TABLE = "partitions"
 PARTITIONS_DIR = "partitions"
@@ -86,8 +86,20 @@ def partition_dataset(dataset: Dataset, *, method: str = "metis", segments: int 
                       graph_ids: Iterable[str] | None = None, collection: str | None = None,
                       commit_every: int = 64,
                       progress: Callable[[str], None] | None = None) -> list[PartitionResult]:
-    """Partition the selected graphs and store rows + files (committed every few graphs)."""
-    name = partition_name(method, segments, max_segment_nodes)
+    """Partition the selected graphs and store rows + files (committed every few graphs),
+    holding the dataset's write lock throughout: a collection into it meanwhile is refused,
+    and this run is refused at once while another one writes it."""
+    with dataset_lock(dataset.root):
+        dataset.refresh()
+        return _partition(dataset, partition_name(method, segments, max_segment_nodes),
+                          method, segments, max_segment_nodes, graph_ids, collection,
+                          commit_every, progress)
+
+
+def _partition(dataset: Dataset, name: str, method: str, segments: int | None,
+               max_segment_nodes: int | None, graph_ids: Iterable[str] | None,
+               collection: str | None, commit_every: int,
+               progress: Callable[[str], None] | None) -> list[PartitionResult]:
     graphs = dataset.graphs()
     if collection is not None:
         graphs = graphs.filter(pl.col("collection") == collection)

@@ -14,18 +14,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.store import sha256_file
+from tpugraphs_tools.store import check_out_folder, dataset_lock, sha256_file
 
 STAGING_MARK = ".tgt-staging-"
 
 
 def check_target(out: Path, overwrite: bool) -> None:
-    """Refuse to write over a non-empty folder unless asked to."""
-    if out.exists() and not out.is_dir():
-        raise DatasetError(f"{out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise DatasetError(f"{out}: folder exists and is not empty; choose another --out or "
-                           "pass --overwrite")
+    """Refuse to write over a non-empty folder unless asked to (the rule every command's
+    --out follows: store/out_folder.py)."""
+    check_out_folder(out, overwrite=overwrite)
 
 
 def check_separate(source: str | Path, out: str | Path) -> None:
@@ -37,9 +34,23 @@ def check_separate(source: str | Path, out: str | Path) -> None:
 
 @contextmanager
 def staged_dir(out: str | Path, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temp folder next to ``out``; on success it replaces ``out`` in one rename."""
+    """Yield a temp folder next to ``out``; on success it replaces ``out`` in one rename.
+
+    ``out``'s write lock is held meanwhile (the folder is made for it), so a collection into
+    it, or a second export, is refused until the rename; a folder made for nothing is
+    removed again."""
     out = Path(out)
     check_target(out, overwrite)
+    made = not out.exists()
+    try:
+        with dataset_lock(out):
+            yield from _build_and_swap(out)
+    finally:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+
+
+def _build_and_swap(out: Path) -> Iterator[Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = out.parent / f".{out.name}{STAGING_MARK}{uuid.uuid4().hex[:8]}"
     stage.mkdir()

@@ -15,7 +15,7 @@ from tpugraphs_tools.store.counts import (
     total_counts,
 )
 from tpugraphs_tools.store.dataset import Dataset, make_graph_id
-from tpugraphs_tools.store.graph_npz import NPZ_ERRORS, read_npz, write_npz
+from tpugraphs_tools.store.graph_npz import NPZ_ERRORS, missing_npz, read_npz, write_npz
 from tpugraphs_tools.store.graph_view import graph_to_networkx, networkx_to_arrays
 from tpugraphs_tools.store.key_batches import WholeKeys, key_batches, last_rows
 from tpugraphs_tools.store.label_stats import (
@@ -32,7 +32,16 @@ from tpugraphs_tools.store.label_stats import (
     noise_ceiling,
     shared_log_se,
 )
+from tpugraphs_tools.store.lock import (
+    LEASE_S,
+    LOCK_FILE,
+    Holder,
+    dataset_lock,
+    live_holder,
+    lock_if_dataset,
+)
 from tpugraphs_tools.store.manifest import FORMAT_VERSION, MANIFEST, jax_versions, now, sha256_file
+from tpugraphs_tools.store.out_folder import check_out_folder, dataset_writer
 from tpugraphs_tools.store.schema import arrow_schema, load_schema, schema_dir, to_arrow_table
 from tpugraphs_tools.store.tables import (
     ROW_GROUP_ROWS,
@@ -50,6 +59,8 @@ __all__ = [
     "FORMAT_VERSION",
     "JOURNAL",
     "LABEL_COLUMNS",
+    "LEASE_S",
+    "LOCK_FILE",
     "LOG_DIR",
     "MANIFEST",
     "NPZ_ERRORS",
@@ -62,6 +73,7 @@ __all__ = [
     "ConfigCounts",
     "Dataset",
     "Headroom",
+    "Holder",
     "NoiseCeiling",
     "Part",
     "TableInfo",
@@ -69,7 +81,10 @@ __all__ = [
     "WholeKeys",
     "arrow_schema",
     "beats_default",
+    "check_out_folder",
     "config_counts",
+    "dataset_lock",
+    "dataset_writer",
     "disjoint_pairs",
     "graph_label_stats",
     "graph_to_networkx",
@@ -77,9 +92,12 @@ __all__ = [
     "jax_versions",
     "key_batches",
     "last_rows",
+    "live_holder",
     "load_schema",
+    "lock_if_dataset",
     "log_se",
     "make_graph_id",
+    "missing_npz",
     "networkx_to_arrays",
     "noise_ceiling",
     "now",

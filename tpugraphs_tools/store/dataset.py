@@ -3,7 +3,8 @@
 Reading is lazy: tables are Parquet parts scanned with polars (filters pushed down, see
 ``tables.py``); graph arrays are read one npz at a time with ``allow_pickle=False``
 (``graph_npz.py``). Writing goes through :meth:`Dataset.transaction`, whose commit is atomic
-(``transaction.py``); the manifest is read and checked in ``manifest.py``.
+(``transaction.py``) and made under the dataset's write lock (``lock.py``); the manifest is
+read and checked in ``manifest.py``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from tpugraphs_tools.errors import DatasetError, DatasetFileError
+from tpugraphs_tools.errors import DatasetError, DatasetFileError, DatasetLockedError
 from tpugraphs_tools.store import atomic, tables
-from tpugraphs_tools.store.graph_npz import GRAPHS_DIR, read_npz
+from tpugraphs_tools.store.graph_npz import GRAPHS_DIR, missing_npz, read_npz
 from tpugraphs_tools.store.key_batches import key_batches
-from tpugraphs_tools.store.manifest import load_manifest
+from tpugraphs_tools.store.lock import dataset_lock
+from tpugraphs_tools.store.manifest import MANIFEST, load_manifest
 from tpugraphs_tools.store.transaction import Transaction
 
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -39,17 +41,41 @@ class Dataset:
     def __init__(self, root: Path, manifest: dict[str, Any]) -> None:
         self.root = root
         self.manifest = manifest
+        self._manifest_seen = self._manifest_stamp()
 
     @classmethod
     def open(cls, root: str | Path, create: bool = False) -> Dataset:
         root = Path(root)
         if (root / atomic.JOURNAL).exists():
             try:
-                atomic.recover(root)
+                with dataset_lock(root):
+                    atomic.recover(root)
+            except DatasetLockedError:
+                pass  # a live writer is mid-commit: it finishes its own (its temps stay)
             except (OSError, ValueError, KeyError, TypeError) as exc:  # a damaged journal
                 raise DatasetFileError(f"{root / atomic.JOURNAL}: cannot finish the "
                                        f"interrupted commit it records: {exc}") from None
         return cls(root, load_manifest(root, create))
+
+    def _manifest_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = (self.root / MANIFEST).stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def refresh(self) -> None:
+        """Re-read manifest.json if another :class:`Dataset` (or process) committed since this
+        one read it: a commit then builds on the latest parts, never over them."""
+        stamp = self._manifest_stamp()
+        if stamp is not None and stamp != self._manifest_seen:
+            self.manifest = load_manifest(self.root)
+            self._manifest_seen = stamp
+
+    def committed(self, manifest: dict[str, Any]) -> None:
+        """Record ``manifest`` as the one this object's commit just wrote."""
+        self.manifest = manifest
+        self._manifest_seen = self._manifest_stamp()
 
     # -- tables ---------------------------------------------------------------------------
     def table_info(self, name: str) -> tables.TableInfo:
@@ -128,6 +154,20 @@ class Dataset:
     # -- arrays ---------------------------------------------------------------------------
     def npz_path(self, graph_id: str) -> Path:
         return self.root / GRAPHS_DIR / f"{graph_id}.npz"
+
+    def check_graph_file(self, graph_id: str) -> None:
+        """Raise :class:`DatasetFileError` unless the graph's npz is there with the byte count
+        manifest.json records: a cache keyed to the manifest is only valid while it is."""
+        path = self.npz_path(graph_id)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise DatasetFileError(missing_npz(path)) from None
+        listed = self.manifest.get("files", {}).get(f"{GRAPHS_DIR}/{graph_id}.npz", {})
+        if isinstance(listed, dict) and listed.get("bytes") not in (None, size):
+            raise DatasetFileError(f"{path}: {size} bytes, manifest.json says "
+                                   f"{listed['bytes']} (changed outside tgt?); `tgt validate` "
+                                   "checks every file")
 
     def load_arrays(self, graph_id: str, keys: tuple[str, ...] | None = None
                     ) -> dict[str, np.ndarray]:

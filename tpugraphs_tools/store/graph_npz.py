@@ -26,13 +26,23 @@ NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.
 @contextmanager
 def read_npz(path: Path) -> Iterator[Any]:
     """``np.load(path)`` (never unpickling) for a block that reads its members: damage found
-    opening it or reading a member is one :class:`DatasetFileError` naming the file."""
+    opening it or reading a member is one :class:`DatasetFileError` naming the file; a file
+    that is not there is called missing, not damaged."""
     try:
         with np.load(path, allow_pickle=False) as npz:
             yield npz
+    except FileNotFoundError:
+        if Path(path).exists():  # raised by the block, about some other file
+            raise
+        raise DatasetFileError(missing_npz(path)) from None
     except NPZ_ERRORS as exc:
         raise DatasetFileError(f"{path}: damaged npz (truncated or overwritten?): "
                                f"{exc}") from None
+
+
+def missing_npz(path: Path) -> str:
+    """The one line for a graph file that is gone (every reader says it alike)."""
+    return f"{path}: missing (deleted or moved?); `tgt validate` lists every missing file"
 
 
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -71,10 +71,14 @@ class TableInfo:
         return {"key": self.key, "rows": self.rows, "next_part": self.next_part,
                 "parts": [p.to_json() for p in self.parts]}
 
-    def new_file(self) -> str:
-        rel = f"{TABLES_DIR}/{self.name}/part-{self.next_part:05d}.parquet"
-        self.next_part += 1
-        return rel
+    def new_file(self, root: Path | None = None) -> str:
+        """The next part's name; under ``root``, never one a file already holds (a part no
+        manifest names yet is still someone's data: it is not overwritten)."""
+        while True:
+            rel = f"{TABLES_DIR}/{self.name}/part-{self.next_part:05d}.parquet"
+            self.next_part += 1
+            if root is None or not (root / rel).exists():
+                return rel
 
 
 def table_info(manifest: dict[str, Any], name: str, root: Path | None = None) -> TableInfo:
@@ -217,12 +221,12 @@ def apply_change(root: Path, info: TableInfo, replaced: set[Any], new: pa.Table 
             continue
         lazy = scan(root, info, [part]).filter(~pl.col(info.key).is_in(list(replaced)))
         table = conform(lazy.collect().to_arrow(), info.name)
-        rel = info.new_file()
+        rel = info.new_file(root)
         stage(rel, partial(write_part, tables=[table], schema=schema))
         kept.append(Part(rel, table.num_rows, *key_range(table, info.key)))
     info.parts = kept
     if new is not None and new.num_rows:
-        rel = info.new_file()
+        rel = info.new_file(root)
         stage(rel, partial(write_part, tables=[new], schema=schema))
         info.parts.append(Part(rel, new.num_rows, *key_range(new, info.key)))
     compact(root, info, stage, drop)
@@ -238,7 +242,7 @@ def compact(root: Path, info: TableInfo, stage: Stage, drop: Callable[[str], Non
         return
     picked = {id(p) for p in small}
     schema = arrow_schema(info.name)
-    rel = info.new_file()
+    rel = info.new_file(root)
     known = all(p.lo is not None for p in small)
     lo = min(p.lo for p in small) if known else None
     hi = max(p.hi for p in small) if known else None

@@ -4,11 +4,13 @@ Kept apart from the read API (``dataset.py``) because this is the crash-safety h
 staged to temp names as they are put (a transaction holds row metadata in memory, not arrays),
 each changed table gets new Parquet parts (``tables.py``), and the commit swaps files and the
 manifest in through the journal of ``atomic.py``, so a killed writer leaves either the old
-dataset or the new one, never a mix.
+dataset or the new one, never a mix. The commit holds the dataset's write lock (``lock.py``)
+and starts from the manifest on disk, so another writer's commit is built on, never undone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -20,6 +22,7 @@ import pyarrow as pa
 
 from tpugraphs_tools.store import atomic, tables
 from tpugraphs_tools.store.graph_npz import GRAPHS_DIR, write_npz
+from tpugraphs_tools.store.lock import dataset_lock
 from tpugraphs_tools.store.manifest import MANIFEST, now, sha256_file, stage_manifest
 from tpugraphs_tools.store.schema import to_arrow_table
 
@@ -156,6 +159,18 @@ class Transaction:
         return out
 
     def commit(self) -> None:
+        """Swap the staged changes in atomically, under the dataset's write lock (raises
+        :class:`~tpugraphs_tools.errors.DatasetLockedError` while another live run holds it)."""
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(dataset_lock(self.dataset.root))
+                self.dataset.refresh()
+            except BaseException:
+                self.discard()
+                raise
+            self._commit()
+
+    def _commit(self) -> None:
         ds = self.dataset
         root = ds.root
         (root / GRAPHS_DIR).mkdir(parents=True, exist_ok=True)
@@ -200,7 +215,7 @@ class Transaction:
             atomic.commit(root, renames, [root / rel for rel in drops])
         finally:
             atomic.LIVE.difference_update(self._staged.values())
-        ds.manifest = manifest
+        ds.committed(manifest)
         self._clear()
 
     def discard(self) -> None:

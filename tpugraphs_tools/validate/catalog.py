@@ -79,6 +79,8 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.size_mismatch", ERROR, "file byte count differs from the manifest"),
     ("dataset.checksum_mismatch", ERROR, "file sha256 differs from the manifest"),
     ("dataset.interrupted_write", WARNING, "leftover of an interrupted commit (journal/temp)"),
+    ("dataset.being_written", WARNING, "another tgt run holds the dataset's write lock: what "
+                                       "is checked may change under it"),
     ("dataset.partial_collection", WARNING, "a collection in progress or interrupted: config "
                                             "rows journaled in .tgt-work/, not yet committed"),
     ("dataset.table_missing", ERROR, "a table named in the manifest has no file"),

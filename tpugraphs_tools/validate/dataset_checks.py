@@ -18,12 +18,14 @@ from tpugraphs_tools.store import (
     CACHE_DIR,
     FORMAT_VERSION,
     JOURNAL,
+    LOCK_FILE,
     LOG_DIR,
     MANIFEST,
     TEMP_MARK,
     WORK_DIR,
     Part,
     TableInfo,
+    live_holder,
     load_schema,
     sha256_file,
     table_info,
@@ -106,11 +108,16 @@ def check_files(root: Path, manifest: dict[str, Any], report: Report, hasher: Ha
                         f"{size} bytes on disk, manifest says {info.get('bytes')}", rel)
             continue
         hasher.submit(rel, path, str(info.get("sha256")))
+    holder = live_holder(root)
+    if holder is not None:
+        report.emit("dataset.being_written", f"being written by {holder.describe()}; check "
+                    "again once it ends", LOCK_FILE)
     for path in sorted(root.rglob("*")):
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        if rel == MANIFEST or rel in listed or rel.startswith((f"{CACHE_DIR}/", f"{LOG_DIR}/")):
+        if rel == MANIFEST or rel in listed or rel.startswith(
+                (f"{CACHE_DIR}/", f"{LOG_DIR}/", LOCK_FILE)):
             continue
         if rel.startswith(f"{WORK_DIR}/"):
             report.emit("dataset.partial_collection",

@@ -55,7 +55,7 @@ from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError, log_workers_to
-from tpugraphs_tools.store import Dataset
+from tpugraphs_tools.store import Dataset, dataset_writer
 
 
 @dataclass
@@ -124,12 +124,14 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
     except ImportError:
         raise RayUnavailableError("--executor ray needs ray: pip install "
                                   "'tpugraphs-tools[ray]'") from None
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(num_cpus=num_cpus, max_retries=0)(measure_chunk)
-    started = time.monotonic()
-    with no_empty_out(request.out), log_workers_to(log_folder(request)):
+    # the dataset's lock first: a second writer is refused before Ray starts
+    with no_empty_out(request.out), dataset_writer(request.out), \
+            log_workers_to(log_folder(request)):
+        started_here = not ray.is_initialized()
+        if started_here:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        remote = ray.remote(num_cpus=num_cpus, max_retries=0)(measure_chunk)
+        started = time.monotonic()
         summary = _collect(ray, remote, request, chunk_size, max_attempts, progress,
                            notice or progress, started_here)
     summary.wall_seconds = time.monotonic() - started
