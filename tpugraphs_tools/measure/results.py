@@ -24,6 +24,7 @@ class Status(enum.StrEnum):
     NOOP = "noop"                    # compiled to the default's program
     DUPLICATE = "duplicate"          # compiled to an earlier config's program
     COMPILE_ERROR = "compile_error"
+    INFEASIBLE = "infeasible"        # over the device's limits (a tile): never compiled
     RUNTIME_ERROR = "runtime_error"
     TIMEOUT = "timeout"
     CRASH = "crash"
@@ -61,6 +62,7 @@ COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
     Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH,
     Status.WRONG_RESULT)
 CONTROL, REPEAT = Status.CONTROL, Status.REPEAT
+INFEASIBLE = Status.INFEASIBLE
 
 
 @dataclass(frozen=True)
