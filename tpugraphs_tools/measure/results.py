@@ -110,6 +110,8 @@ class ConfigResult:
     processes: int = 1                    # measurement processes the label averages
     process_sd: float | None = None       # between-process SD (log scale) in its CI
     timer: str | None = None              # how its samples were timed (device_timer.TIMERS)
+    kernels_per_run: int | None = None    # device timers: kernels a run launched (checked)
+    timer_fallback: str | None = None     # why host time where a device timer was asked
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # frozen: set once, here
