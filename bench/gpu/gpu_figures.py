@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _label_claims import claimed_pairs, concordance, controls  # noqa: E402
+from _label_claims import claimed_pairs, concordance, controls
 
 Row = dict[str, Any]
 # (first, second) datasets compared once both exist, under the name of the comparison

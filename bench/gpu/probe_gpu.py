@@ -100,7 +100,7 @@ def _timer_case(name: str, run: Run, k: int, samples: int, host_ns: float | None
         "k": k}
     if timer.last_kernels is not None:
         case["kernels_per_run"] = timer.last_kernels / k
-        records = getattr(timer, "records")  # a KernelRecordTimer's source
+        records = timer.records  # a KernelRecordTimer's source
         case["kernels"] = dict(Counter(n for n, _ in _kernel_records(records, run, 1))
                                .most_common(8))
     if name == "profiler" and host_ns:
