@@ -119,17 +119,23 @@ def _probe_answer(probe: dict[str, Any] | None) -> dict[str, Any]:
     if not isinstance(probe, dict):
         return {"probe": "no probe results"}
     timers: dict[str, Any] = {}
-    for case in probe.get("timers") or []:
-        if isinstance(case, dict):
-            for name in ("host", "cupti", "profiler"):
+    for part, names in (("timers", ("host", "cupti")), ("profiler", ("profiler",))):
+        cases = probe.get(part)
+        for case in cases if isinstance(cases, list) else []:
+            for name in names:
                 got = case.get(name) or {}
                 timers.setdefault(name, []).append(
                     "fails" if "error" in got else got.get("ns_per_run"))
+    profiler = [c.get("profiler", {}).get("paired_rounds_in_budget")
+                for c in probe.get("profiler") or [] if isinstance(c, dict)]
     env = probe.get("environment") or {}
     gpt = probe.get("gpt_kernels") or {}
     return {"timers_ns_per_run": timers, "cuda_versions": env.get("cuda_versions"),
+            "profiler_paired_rounds_in_1s": profiler,
             "gpt_kernels_per_run": gpt.get("cupti_kernels_per_run"),
             "gpt_entry_launches": gpt.get("entry_launches"),
+            "gpt_kernels_per_run_no_command_buffer": (
+                probe.get("gpt_kernels_no_command_buffer") or {}).get("cupti_kernels_per_run"),
             "cold_first_run": (probe.get("cold_first_run") or {}).get("first_over_rest"),
             "probe_parts_done": probe.get("done")}
 

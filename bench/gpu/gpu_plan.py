@@ -13,8 +13,9 @@ first and breadth only in the time left):
     strategy, ``tgt baseline``.
 
 Every collection is followed by ``tgt validate``. Estimates from the first H200 run (jax
-0.11.2; docs/gpu.md): a tile kernel at 4 s of budget ~20–25 s (2 kernels ~60–75 s with
-startup), gpt's 12 layout configs ~40 s, validate ~3 s; (a)–(d) ~6–7 min of the ~8.5.
+0.11.2; docs/gpu.md): the probe ~60–80 s, a tile kernel at 4 s of budget ~20–25 s (2 kernels
+~60–75 s with startup), gpt's 12 layout configs ~40 s, validate ~3 s: (a)–(d) ~7 min of the
+8 min budget run_gpu.sh gives by default.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ GPU = Settings("gpu", "bfloat16", "small", "gpt", ("bert", "resnet18"),
                tile_budget=("--measure-processes", "2", "--loaded-copies", "4",
                             "--min-sample-ms", "0.2", "--max-seconds-per-config", "1",
                             "--budget-seconds", "4"),
-               probe_limit_s=90, collect_limit_s=150)
+               probe_limit_s=110, collect_limit_s=150)
 DRY = Settings("cpu", "float32", "tiny", "mlp", ("mlp",), ("mlp",), ("mlp",), tile_kernels=1,
                tile_configs=2, layout_configs=4, random_configs=2, workers=1,
                tile_budget=("--measure-processes", "1", "--loaded-copies", "2",

@@ -17,9 +17,12 @@ def _answer_lines(a: dict[str, Any]) -> list[str]:
         f"- a. timers, ns per run of each probe GEMM ('fails': no labels from it): "
         f"{_j(a.get('timers_ns_per_run'))}",
         f"- a. CUDA runtime / driver / CUPTI: {_j(a.get('cuda_versions'))}",
+        f"- a. profiler: paired rounds that fit a config's 1 s (each probe GEMM; ≥ 10 would "
+        f"let it label): {_j(a.get('profiler_paired_rounds_in_1s'))}",
         f"- a. gpt: CUPTI kernels per run (first, later sample) "
         f"{_j(a.get('gpt_kernels_per_run'))} vs launches in its optimized entry "
-        f"{_j(a.get('gpt_entry_launches'))}",
+        f"{_j(a.get('gpt_entry_launches'))}; with command buffers off "
+        f"{_j(a.get('gpt_kernels_per_run_no_command_buffer'))}",
         f"- a. first run after another program ÷ the rest (L2): {_j(a.get('cold_first_run'))}",
         f"- b. timers of the tile labels (device step, host step): {_j(a.get('tile_timers'))}"
         f"; why host where device was asked: {_j(a.get('tile_timer_fallback'))}",

@@ -6,19 +6,24 @@ as it is done (flushed), so a probe cut at its time limit keeps every part it fi
    plugin reads (both device timers load one libcupti: a CUPTI newer than the driver fails
    both), the device's tile limits (registers, shared memory: configs/tile_gpu_limits.py);
 2. timers: a 256×512×2048 and a 4096³ bf16 GEMM (a tiny one on CPU) timed by the host clock
-   and by each device timer: ns per run, the wall time of one sample, kernels per run and their
-   names, or why the timer failed; for the profiler also its cost per sample and how many
-   paired rounds fit the 1 s per-config budget (the figure that decides whether it may join
-   ``--timer device``: docs/gpu.md);
+   and by CUPTI: ns per run, the wall time of one sample, kernels per run and their names, or
+   why the timer failed;
 3. gpt_kernels: gpt (``--preset``) compiled whole: CUPTI's kernels per run and their names
    against the kernel launches its optimized entry holds (kernels of a CUDA graph built
    before CUPTI subscribed would go missing here), device vs host time per run;
 4. cold_first_run: after a run of another program, the first of 8 back-to-back runs of the
    small GEMM against the other 7 (the L2 effect the untimed run before each device sample
    takes out);
-5. libraries: the CUDA libraries this process loaded (which libcupti ran);
-6. layout_slots: gpt's first constrained layout configs compiled as a collection compiles
-   them; optimized modules and slot lists written under OUT/, slots located counted.
+5. profiler: the same GEMMs timed by the profiler timer (after every CUPTI part: it holds
+   CUPTI's one subscriber slot while it traces), with its cost per sample and how many paired
+   rounds fit the 1 s per-config budget (the figure that decides whether it may join
+   ``--timer device``: docs/gpu.md);
+6. libraries: the CUDA libraries this process loaded (which libcupti ran);
+7. layout_slots: gpt's first constrained layout configs compiled as a collection compiles
+   them; optimized modules and slot lists written under OUT/, slots located counted;
+8. gpt_kernels_no_command_buffer (GPU): part 3 again in a child process with XLA's command
+   buffers off (``--xla_gpu_enable_command_buffer=``): more kernels a run there means CUPTI
+   misses the kernels of CUDA graphs in the default build.
 
     python bench/gpu/probe_gpu.py OUT [--dry-run]     # OUT/probe.json; prints it at the end
 """
@@ -111,18 +116,23 @@ def _timer_case(name: str, run: Run, k: int, samples: int, host_ns: float | None
     return case
 
 
-def _timers(dry_run: bool) -> list[dict[str, Any]]:
-    from tpugraphs_tools.measure.device_timer import TIMERS
+def _shapes(dry_run: bool) -> list[tuple[int, int, int]]:
+    return [(16, 32, 64)] if dry_run else [(256, 512, 2048), (4096, 4096, 4096)]
 
-    shapes = [(16, 32, 64)] if dry_run else [(256, 512, 2048), (4096, 4096, 4096)]
+
+def _timers(dry_run: bool, names: tuple[str, ...],
+            host: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Each probe GEMM timed by each of ``names``; ``host``: an earlier call's cases, whose
+    host time per run the profiler's overhead is read against."""
     out = []
-    for m, k, n in shapes:
+    for i, (m, k, n) in enumerate(_shapes(dry_run)):
         run = _gemm(m, k, n)
         case: dict[str, Any] = {"gemm": f"{m}x{k}x{n}"}
-        for name in TIMERS:  # host first: the profiler's overhead is read against it
-            host = case.get("host", {}).get("ns_per_run")
+        before = (host[i] if host and i < len(host) else case).get("host") or {}
+        for name in names:
             try:
-                case[name] = _timer_case(name, run, 20, 1 if dry_run else 3, host)
+                case[name] = _timer_case(name, run, 20, 1 if dry_run else 3,
+                                         (case.get("host") or before).get("ns_per_run"))
             except Exception as exc:  # a probe reports, never stops
                 case[name] = _error(exc)
         out.append(case)
@@ -233,6 +243,22 @@ def _layout_slots(out: Path, preset: str, configs: int, backend: str) -> dict[st
     return {"configs": configs, "slots": total, "located": located}
 
 
+def _without_command_buffers(out: Path, dry_run: bool) -> dict[str, Any]:
+    """gpt_kernels again in a child process with XLA's command buffers (CUDA graphs) off: if
+    CUPTI counts more kernels a run there, it misses kernels of graphs in the default build."""
+    import subprocess
+
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_gpu_enable_command_buffer=".strip()
+    proc = subprocess.run([sys.executable, __file__, str(out), "--gpt-kernels",
+                           *(["--dry-run"] if dry_run else [])], capture_output=True,
+                          text=True, timeout=120, check=False,
+                          env={**os.environ, "XLA_FLAGS": flags})
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode or not lines:
+        return {"error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+    return {"xla_flags": flags, **json.loads(lines[-1])}
+
+
 def _save(path: Path, result: dict[str, Any]) -> None:
     """Atomically, flushed to disk: a probe killed a moment later keeps this."""
     tmp = path.with_suffix(".tmp")
@@ -246,12 +272,17 @@ def _save(path: Path, result: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     out = Path(argv[0])
     dry_run = "--dry-run" in argv
+    preset = "tiny" if dry_run else "small"
+    if "--gpt-kernels" in argv:  # the child of _without_command_buffers
+        import jax
+
+        print(json.dumps(_gpt_kernels(preset, jax.devices()[0].platform)))
+        return 0
     out.mkdir(parents=True, exist_ok=True)
     path = out / "probe.json"
     start = time.monotonic()
     result: dict[str, Any] = {"done": []}
     backend = "cpu"
-    preset = "tiny" if dry_run else "small"
 
     def part(name: str, fn: Callable[[], Any]) -> None:
         t0 = time.monotonic()
@@ -267,11 +298,16 @@ def main(argv: list[str]) -> int:
     part("environment", _environment)
     backend = str(result["environment"].get("platform", "cpu"))
     result["backend"] = backend
-    part("timers", lambda: _timers(dry_run))
+    # every CUPTI part before the profiler's: its trace session must not be what a later
+    # CUPTI start finds
+    part("timers", lambda: _timers(dry_run, ("host", "cupti")))
     part("gpt_kernels", lambda: _gpt_kernels(preset, backend))
     part("cold_first_run", lambda: _cold_first_run(dry_run))
+    part("profiler", lambda: _timers(dry_run, ("profiler",), result.get("timers")))
     part("libraries", _loaded_libraries)
     part("layout_slots", lambda: _layout_slots(out, preset, 1 if dry_run else 3, backend))
+    if backend == "gpu":  # the flag is XLA:GPU's: XLA:CPU would refuse it
+        part("gpt_kernels_no_command_buffer", lambda: _without_command_buffers(out, dry_run))
     print(json.dumps(result))
     return 0
 

@@ -76,6 +76,21 @@ def _env() -> dict[str, str]:
             "PYTHONUNBUFFERED": "1"}
 
 
+def _device_info() -> tuple[str, str, str]:
+    """(platform, device kind, jax version), read in a child process: the runner itself never
+    holds a CUDA context (nor the memory jax preallocates) while the steps use the GPU."""
+    code = ("import jax; d = jax.devices()[0]; "
+            "print(d.platform, d.device_kind, jax.__version__, sep='|')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=180, check=False,
+                          env={**_env(), "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode or not lines or lines[-1].count("|") != 2:
+        return "none", f"(jax failed: {proc.stderr.strip()[-300:]})", "?"
+    platform, kind, version = lines[-1].split("|")
+    return platform, kind, version
+
+
 def _command(step: Step, data: Path, dry_run: bool) -> list[str]:
     if step.kind == "probe":
         return [sys.executable, str(ROOT / "bench" / "gpu" / "probe_gpu.py"),
@@ -244,18 +259,15 @@ def main(argv: list[str] | None = None) -> int:
         print("cannot run: packages tgt needs are not importable here (carry them as wheels, "
               "bench/gpu/README.md):\n  " + "\n  ".join(missing), file=sys.stderr)
         return 3
-    import jax
-
-    device = jax.devices()[0]
-    if not a.dry_run and device.platform != "gpu":
-        print(f"no GPU: jax's default device is {device.platform} (use --dry-run)",
+    platform, kind, jax_version = _device_info()
+    if not a.dry_run and platform != "gpu":
+        print(f"no GPU: jax's default device is {platform} {kind} (use --dry-run)",
               file=sys.stderr)
         return 2
     out.mkdir(parents=True, exist_ok=True)
     data = Path(tempfile.mkdtemp(prefix="tgt-gpu-data-"))
-    header = {"mode": "dry-run (cpu)" if a.dry_run else "gpu",
-              "device": f"{device.platform} {device.device_kind}", "jax": jax.__version__,
-              "python": sys.version.split()[0], "data": str(data)}
+    header = {"mode": "dry-run (cpu)" if a.dry_run else "gpu", "device": f"{platform} {kind}",
+              "jax": jax_version, "python": sys.version.split()[0], "data": str(data)}
     runner = Runner(out, data, settings, a.budget_s, a.dry_run, header, a.max_steps)
     runner.run_and_pack()
     print((out / "results.md").read_text())

@@ -34,7 +34,9 @@ if compgen -G "$WHEELS/*.whl" > /dev/null; then
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 if [[ " $* " != *" --dry-run "* ]]; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/nvidia-smi.txt" 2>&1 || true
+  { timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    timeout 20 nvidia-smi --query-gpu=compute_mode,clocks.sm,clocks.max.sm --format=csv
+  } > "$OUT/nvidia-smi.txt" 2>&1 || true
 fi
 BUDGET=$(( WINDOW_S - (SECONDS - STARTED) ))
 # a --budget-s among the options comes later on the command line and wins
