@@ -22,7 +22,9 @@ copied from the request. Two configs that compile to one tile compile to one pro
 engine's (optimized HLO, machine code) key makes the second a ``duplicate``: labels are keyed
 on the tile that ran. split_k is in the space only where the installed XLA applies it
 (``_xla_compat.triton_override_applies_split_k``; not on jax 0.11, docs/versions.md).
-Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k), output_bounds =
+A tile the GPU cannot run (its accumulator over 255 registers a thread, its pipeline stages
+over the block's shared memory: configs/tile_gpu_limits.py) is ``infeasible`` and never
+compiled. Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k), output_bounds =
 (block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum and product.
 """
 
