@@ -4,8 +4,10 @@ tile outcomes, where the limits come from, and the ``infeasible`` row a collecti
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, ClassVar
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,52 +84,30 @@ def test_limits_come_from_the_device_else_the_recorded_table(monkeypatch):
     assert TritonGemmTiles(split_k=False).limits is read  # read on first use
 
 
-class _Space:
-    """Three tiles per kernel; the second is over the device's limits."""
+def _space() -> Any:
+    """A tile space of three tiles per kernel, the second over the device's limits."""
+    def level(config: KernelConfig) -> int:
+        return int(config.as_dict().get("level", 0))
 
-    name = "fake-gpu"
-    kernel_form = "inlined"
-    fresh_compiler_per_config = False
-
-    def configs(self, kernel: Any) -> list[KernelConfig]:
-        return [KernelConfig(), *(KernelConfig.of(level=i) for i in (1, 2, 3))]
-
-    def infeasible(self, kernel: Any, config: KernelConfig) -> str | None:
-        return "infeasible: over the limit" if config.as_dict().get("level") == 2 else None
-
-    def encode(self, config: KernelConfig) -> np.ndarray:
-        feat = np.zeros(NUM_TILE_FEATURES, dtype=np.float32)
-        feat[0] = config.as_dict().get("level", 0)
-        return feat
-
-    def compile_options(self, config: KernelConfig) -> dict[str, Any]:
-        return {}
-
-    def apply(self, text: str, config: KernelConfig) -> str:
-        return text
-
-    def realized(self, optimized: Any, config: KernelConfig) -> Any:
-        raise AssertionError("no optimized text here")
+    return SimpleNamespace(
+        name="fake-gpu", kernel_form="inlined", fresh_compiler_per_config=False,
+        configs=lambda kernel: [KernelConfig(), *(KernelConfig.of(level=i) for i in (1, 2, 3))],
+        infeasible=lambda kernel, c: "infeasible: over the limit" if level(c) == 2 else None,
+        encode=lambda c: np.full(NUM_TILE_FEATURES, level(c), dtype=np.float32),
+        compile_options=lambda c: {}, apply=lambda text, c: text, realized=None)
 
 
 class _Workers:
-    """Shared workers that time every job they are sent and remember which."""
+    """Shared workers (and their session) that time every job they are sent and remember
+    which."""
 
-    compiled: ClassVar[list[int]] = []
+    restarts = 0
 
-    def __init__(self, *_args: Any, **_kwargs: Any) -> None:
-        pass
-
-    def __enter__(self) -> _Workers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
+    def __init__(self) -> None:
+        self.compiled: list[int] = []
 
     def session(self, *_args: Any) -> _Workers:
         return self
-
-    restarts = 0
 
     def start(self) -> DefaultInfo:
         return DefaultInfo(compile_seconds=0.1, realized={"fingerprint": "fp0"}, key="k0",
@@ -136,7 +116,7 @@ class _Workers:
     def run(self, jobs: Any, known: dict[str, int], on_result: Any, stop: Any = None,
             context: Any = None) -> None:
         for job in jobs:
-            _Workers.compiled.append(job.index)
+            self.compiled.append(job.index)
             on_result(ConfigResult(job.index, OK, key=f"k{job.index}",
                                    realized={"fingerprint": f"fp{job.index}"},
                                    timing=Timing.of([900, 910, 920]),
@@ -146,16 +126,16 @@ class _Workers:
 def test_an_infeasible_tile_gets_a_row_and_is_never_compiled(monkeypatch):
     hlo = OUTCOMES["kernels"][0]["hlo"]
     source = HloSource(parse_hlo_text(hlo), hlo, None, "hlo-text", "optimized", "k.hlo")
-    monkeypatch.setattr(collect_tile, "SharedWorkers", _Workers)
-    _Workers.compiled = []
+    workers = _Workers()
+    monkeypatch.setattr(collect_tile, "SharedWorkers", lambda **_kw: nullcontext(workers))
     result = collect_tile.collect_tile(
         source, program="k", program_args={}, parent_graph_id=None,
         opts=collect_tile.TileOptions(MeasureOptions(configs=8, backend="cpu", timing="fixed"),
-                                      space=_Space()))  # type: ignore[arg-type]
+                                      space=_space()))
     [(graph, rows)] = result.graphs
     by_status = {r["config_index"]: str(r["status"]) for r in rows}
     assert by_status == {0: "ok", 1: "ok", 2: "infeasible", 3: "ok"}
-    assert 2 not in _Workers.compiled and {1, 3} <= set(_Workers.compiled)
+    assert 2 not in workers.compiled and {1, 3} <= set(workers.compiled)
     row = next(r for r in rows if r["status"] == "infeasible")
     assert row["error_message"] == "infeasible: over the limit" and row["npz_row"] is None
     assert graph.config_arrays["config_runtime"].shape == (3,)

@@ -24,8 +24,9 @@ on the tile that ran. split_k is in the space only where the installed XLA appli
 (``_xla_compat.triton_override_applies_split_k``; not on jax 0.11, docs/versions.md).
 A tile the GPU cannot run (its accumulator over 255 registers a thread, its pipeline stages
 over the block's shared memory: configs/tile_gpu_limits.py) is ``infeasible`` and never
-compiled. Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k), output_bounds =
-(block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum and product.
+compiled. Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k),
+output_bounds = (block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum
+and product.
 """
 
 from __future__ import annotations
