@@ -30,9 +30,8 @@ def _load():
 
 
 def _plan(*args: str) -> list[tuple[str, str, str]]:
-    out = subprocess.run([sys.executable, str(BENCH / "run_gpu.py"), "--plan-only", "--out",
-                          "/tmp/x", *args], capture_output=True, text=True, timeout=120,
-                         check=True).stdout
+    out = subprocess.run([sys.executable, str(BENCH / "run_gpu.py"), "--plan-only", *args],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
     steps = []
     for line in out.strip().splitlines():
         head, command = line.split("] tgt ", 1)

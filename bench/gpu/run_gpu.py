@@ -233,7 +233,7 @@ def _cut_log(path: Path) -> None:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", help="where results go (required unless --plan-only)")
     p.add_argument("--dry-run", action="store_true", help="CPU, tiny programs")
     p.add_argument("--plan-only", action="store_true", help="print the steps and exit")
     p.add_argument("--budget-s", type=float, default=None,
@@ -242,16 +242,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-steps", type=int, default=None,
                    help="run the plan's first N steps only (--max-steps 1: the probe alone)")
     a = p.parse_args(argv)
+    if a.out is None and not a.plan_only:
+        p.error("--out is required")
     a.budget_s = a.budget_s or (300.0 if a.dry_run else 500.0)
     return a
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
-    out = Path(a.out)
+    out = Path(a.out or ".")
     settings = DRY if a.dry_run else GPU
     if a.plan_only:
-        for step in plan(settings, out / "data"):
+        print("DATA: a fresh folder under $TMPDIR; OUT gets results and datasets.tar.gz",
+              file=sys.stderr)
+        for step in plan(settings, Path("DATA")):
             print(f"[{step.name}, {step.stage}, ≤{step.limit_s:.0f} s] tgt {' '.join(step.argv)}")
         return 0
     missing = missing_packages()
