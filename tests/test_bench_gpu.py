@@ -1,13 +1,18 @@
-"""The prepared device check (bench/gpu/run_gpu.sh): its plan for a GPU, its dependency check,
-its report, and its ``--dry-run``, which runs the same code path end to end on CPU."""
+"""The prepared device check (bench/gpu/run_gpu.sh): its plan for a GPU in the order a first
+window must answer, its dependency check, results that survive a cut (a step budget, a
+SIGTERM, a SIGKILL part way), and its ``--dry-run``, the same code path end to end on CPU."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import tarfile
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,24 +29,38 @@ def _load():
     return module
 
 
-def test_gpu_plan_covers_the_reference_set_in_order_of_importance() -> None:
-    out = subprocess.run([sys.executable, str(BENCH / "run_gpu.py"), "--plan-only", "--out",
-                          "/tmp/x"], capture_output=True, text=True, timeout=120,
-                         check=True).stdout
-    lines = out.strip().splitlines()
-    names = [line.split(",")[0].strip("[") for line in lines]
-    assert names[:3] == ["probe", "tile", "validate_tile"]
-    tile = lines[1]
-    assert "--program gpt --max-kernels 6 --configs 10" in tile and "--backend gpu" in tile
-    assert "--dtype bfloat16" in tile
-    layout = next(line for line in lines if line.startswith("[layout,"))
-    for program in ("gpt", "bert", "resnet18", "unet"):  # ≥ 4: transformers and convnets
-        assert f"--program {program}" in layout
-    assert any("--strategy random" in line for line in lines)
-    assert any("--timer device" in line for line in lines)
+def _plan(*args: str) -> list[tuple[str, str, str]]:
+    out = subprocess.run([sys.executable, str(BENCH / "run_gpu.py"), "--plan-only", *args],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    steps = []
+    for line in out.strip().splitlines():
+        head, command = line.split("] tgt ", 1)
+        name, stage, _limit = head.strip("[").split(", ")
+        steps.append((name, stage, command))
+    return steps
+
+
+def test_gpu_plan_asks_the_first_window_questions_first():
+    steps = _plan()
+    names = [n for n, _, _ in steps]
+    commands = dict((n, c) for n, _, c in steps)
+    # (a) the probe, (b) the device-vs-host tile pair, (c) its rerun, before any breadth
+    assert names[:7] == ["probe", "tile_device", "validate_tile_device", "tile_host",
+                         "validate_tile_host", "rerun_tile_device",
+                         "validate_rerun_tile_device"]
+    stages = [s for _, s, _ in steps]
+    assert stages == sorted(stages)  # a, b, c, d, then e (breadth) only in the time left
+    assert names.index("layout_host") < names.index("layout_device") < names.index("tile_more")
+    device, host = commands["tile_device"], commands["tile_host"]
+    assert device.replace("--timer device", "--timer host").replace(
+        "tile_device", "tile_host") == host  # same kernels, configs and budgets
+    for needed in ("--program gpt --max-kernels 2", "--backend gpu", "--dtype bfloat16",
+                   "--budget-seconds 4", "--max-seconds-per-config 1"):
+        assert needed in device
+    assert commands["rerun_tile_device"].replace("rerun_tile_device", "tile_device") == device
+    assert "--timer device" in commands["layout_device"]
     assert names[-1] == "baseline"
-    assert all(f"validate_{n}" in names for n in names
-               if not n.startswith(("validate", "probe", "baseline")))
+    assert all(f"validate_{n}" in names for n, _, c in steps if c.startswith("collect"))
 
 
 def test_dependency_check_names_what_is_missing() -> None:
@@ -51,44 +70,163 @@ def test_dependency_check_names_what_is_missing() -> None:
     assert len(missing) == 1 and missing[0].startswith("tgt_no_such_package (ModuleNotFound")
 
 
-def _dry_run(tmp_path: Path, *args: str) -> tuple[int, Path, str]:
+def _start(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHON": sys.executable, "TGT_WHEELS": str(tmp_path / "none")}
-    proc = subprocess.run([str(BENCH / "run_gpu.sh"), str(out), "--dry-run", *args], env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
-    return proc.returncode, out, proc.stdout + proc.stderr
+    env = {**os.environ, "PYTHON": sys.executable, "TGT_WHEELS": str(tmp_path / "none"),
+           "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([str(BENCH / "run_gpu.sh"), str(out), "--dry-run", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    return proc, out
 
 
-def test_dry_run_collects_validates_and_reports_on_cpu(tmp_path: Path) -> None:
-    """A short budget: the probe, the first tile collection and its validation run; the
-    rest is skipped and says so. The report, the archive and the log are there."""
-    rc, out, log = _dry_run(tmp_path, "--budget-s", "70")
-    assert rc == 0, log[-3000:]
-    files = sorted(p.name for p in out.iterdir())
-    assert files == ["datasets.tar.gz", "results.json", "results.md", "run.log"]
+def _archived(out: Path) -> set[str]:
+    with tarfile.open(out / "datasets.tar.gz") as tar:
+        return {n.split("/")[1] for n in tar.getnames() if n.endswith("manifest.json")}
+
+
+def test_dry_run_of_the_first_steps_collects_validates_reports_and_packs(tmp_path: Path
+                                                                       ) -> None:
+    """``--max-steps 3``: the probe, the device tile step and its validation run (the CPU has
+    no device timer: the labels are host time and say why); every later step is skipped and
+    says so; the report, the archive of the finished dataset and the log are there."""
+    proc, out = _start(tmp_path, "--max-steps", "3")
+    log, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, log[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["datasets.tar.gz", "results.json",
+                                                     "results.md", "run.log"]
     results = json.loads((out / "results.json").read_text())
-    assert results["steps"]["tile"]["exit"] == 0
-    assert results["steps"]["validate_tile"]["exit"] == 0
-    assert any("skipped" in s for s in results["steps"].values())
-    tile = results["facts"]["datasets"]["tile"]
-    assert tile["timers"] == {"host": tile["ok_labels"] + 1}  # CPU: no device timer
+    assert results["state"] == "finished"
+    steps = results["steps"]
+    assert steps["tile_device"]["exit"] == 0 and steps["validate_tile_device"]["exit"] == 0
+    assert steps["tile_host"] == {"skipped": "--max-steps 3"}
+    tile = steps["tile_device"]["figures"]
+    assert tile["timers"] == {"host": tile["ok_labels"] + 1}  # CPU: no device timer...
+    assert tile["timer_fallback"][0].startswith("no device timer: cupti")  # ...and why
     assert tile["kernels_spread_beyond_noise"].endswith("/1")
-    probe = results["facts"]["probe"]
+    probe = steps["probe"]["figures"]
     assert probe["backend"] == "cpu" and "error" in probe["timers"][0]["cupti"]
+    assert probe["done"][:2] == ["environment", "timers"]
+    assert "cuda_versions" in probe["environment"]
+    assert _archived(out) == {"tile_device"}
     text = (out / "results.md").read_text()
-    for needed in ("timer used for tile labels", "default kernels' time per run",
-                   "spread beyond the A/A noise floor", "claimed orders kept in the rerun",
+    for needed in ("a. timers", "CUDA runtime / driver / CUPTI", "default kernels' time per "
+                   "run", "spread beyond the A/A noise floor", "kept in the device rerun",
                    "labels per minute", "wall time"):
         assert needed in text
 
 
+def _runner(run_gpu, tmp_path: Path, monkeypatch, marker: str, budget_s: float):
+    """A Runner of the dry plan whose every step is a 60 s sleep (``marker`` in its line)."""
+    monkeypatch.setattr(run_gpu, "_command", lambda step, data, dry: [
+        sys.executable, "-c", f"import time; time.sleep(60)  # {marker}"])
+    out, data = tmp_path / "out", tmp_path / "data"
+    out.mkdir()
+    data.mkdir()
+    return run_gpu.Runner(out, data, run_gpu.DRY, budget_s, True,
+                          {"mode": "test", "device": "cpu", "jax": "-", "python": "-"}), out
+
+
+def test_each_step_is_cut_to_what_is_left_and_the_run_stops_in_its_budget(tmp_path: Path,
+                                                                          monkeypatch):
+    run_gpu = _load()
+    marker = f"tgt-budget-test-{os.getpid()}"
+    runner, out = _runner(run_gpu, tmp_path, monkeypatch, marker, budget_s=14.0)
+    started = time.monotonic()
+    runner.run_and_pack()
+    assert time.monotonic() - started < 14.0 + run_gpu.KILL_GRACE_S
+    results = json.loads((out / "results.json").read_text())
+    probe = results["steps"]["probe"]
+    assert probe["exit"] == 124 and probe["limit_s"] == 9  # 14 s less the 5 s kept to pack
+    assert all("skipped" in s for n, s in results["steps"].items() if n != "probe")
+    assert results["state"] == "finished" and _processes_with(marker) == []
+
+
+def _processes_with(text: str) -> list[int]:
+    """Ids of this machine's processes whose command line holds ``text``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text in (proc / "cmdline").read_text(errors="replace"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def _kill_leftovers(tmp_path: Path) -> None:
+    """End the steps a SIGKILL of the runner left behind (each runs in a session of its own),
+    found by the TMPDIR in their command lines: only processes this test started."""
+    for pid in _processes_with(str(tmp_path)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+
+
+def test_a_run_killed_part_way_leaves_every_finished_step(tmp_path: Path) -> None:
+    """SIGKILL of the whole run 2 s after the device tile step's validation (a clock the test
+    reads from results.json), inside the host tile step: results.json still holds every
+    finished step's figures and the archive every finished dataset; nothing is half-written."""
+    proc, out = _start(tmp_path)
+    deadline = time.monotonic() + 500
+    finished: list[str] = []
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+            try:
+                steps = json.loads((out / "results.json").read_text())["steps"]
+            except (OSError, ValueError):
+                continue
+            finished = [n for n, s in steps.items() if "exit" in s]
+            if "validate_tile_device" in finished:
+                break
+        time.sleep(2)  # into the next step
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        _kill_leftovers(tmp_path)
+    assert "validate_tile_device" in finished, finished
+    results = json.loads((out / "results.json").read_text())
+    assert results["state"] == "running"  # it never got to say otherwise
+    done = {n: s for n, s in results["steps"].items() if "exit" in s}
+    assert {"probe", "tile_device", "validate_tile_device"} <= set(done)
+    assert done["tile_device"]["exit"] == 0
+    assert done["tile_device"]["figures"]["ok_labels"] >= 1
+    assert done["probe"]["figures"]["done"][0] == "environment"
+    assert results["answers"]["tile_default_us_per_run"]["tile_device"]
+    collected = {n for n, s in done.items() if "figures" in s and n != "probe"}
+    assert "tile_device" in collected and collected <= _archived(out)
+    files = [p.name for p in out.iterdir()]
+    assert len(files) <= 6 and {f.removesuffix(".tmp") for f in files} <= {
+        "results.json", "results.md", "run.log", "datasets.tar.gz"}, files
+
+
+def test_sigterm_stops_the_running_step_and_packs(tmp_path: Path, monkeypatch) -> None:
+    """A SIGTERM (the shell's timeout) while a step runs: the step's process group is ended,
+    it is recorded as stopped, results and archive are written."""
+    run_gpu = _load()
+    marker = f"tgt-sigterm-test-{os.getpid()}"
+    runner, out = _runner(run_gpu, tmp_path, monkeypatch, marker, budget_s=300.0)
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    runner.run_and_pack()
+    results = json.loads((out / "results.json").read_text())
+    assert results["state"] == "stopped: SIGTERM"
+    assert results["steps"]["probe"]["stopped"] == "SIGTERM"
+    assert results["steps"]["probe"]["exit"] == 143
+    assert (out / "datasets.tar.gz").exists() and not (tmp_path / "data").exists()
+    assert _processes_with(marker) == []
+
+
 @pytest.mark.slow
 def test_full_dry_run_reaches_every_step(tmp_path: Path) -> None:
-    rc, out, log = _dry_run(tmp_path)
-    assert rc == 0, log[-3000:]
+    proc, out = _start(tmp_path)
+    log, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, log[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert not [k for k, v in results["steps"].items() if "skipped" in v]
-    facts = results["facts"]
-    assert isinstance(facts["rerun_layout_kept"], dict)
-    assert isinstance(facts["layout_host_vs_device"], dict)
+    answers = results["answers"]
+    for name in ("tile_device_vs_host", "tile_rerun_kept", "layout_device_vs_host"):
+        assert isinstance(answers[name], dict), name
     assert results["steps"]["baseline"]["exit"] in (0, 1)  # 1: too little data to score

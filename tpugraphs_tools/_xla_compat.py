@@ -18,6 +18,7 @@ Differences handled (tests/test_xla_compat.py exercises the branch the installed
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -180,19 +181,31 @@ class _CuptiRecords:
     """CUPTI kernel activity through jax's Mosaic GPU extension (what
     ``jax.experimental.mosaic.gpu.profiler.measure`` uses): ``_cupti_init()`` subscribes,
     ``_cupti_get_timings(finalize)`` returns [(kernel name, ms)] (older jaxlibs take no
-    argument). CUPTI allows one subscriber: not together with the profiler timer."""
+    argument). CUPTI allows one subscriber: not together with the profiler timer.
 
-    def __init__(self) -> None:
-        from jax._src.lib import mosaic_gpu  # ImportError on a jaxlib without CUDA
+    ``_cupti_init`` subscribes before it registers callbacks and enables kernel activity; on
+    the jaxlibs read (0.10, 0.11) a failure after the subscription leaves it open, which
+    would also keep the profiler timer (and any later start) out. A failed start therefore
+    detaches: ``_cupti_get_timings(True)`` disables, finalizes and unsubscribes."""
 
-        ext = getattr(mosaic_gpu, "_mosaic_gpu_ext", None)
+    def __init__(self, ext: Any = None) -> None:
+        if ext is None:
+            from jax._src.lib import mosaic_gpu  # ImportError on a jaxlib without CUDA
+
+            ext = getattr(mosaic_gpu, "_mosaic_gpu_ext", None)
         if ext is None or not hasattr(ext, "_cupti_init") or not hasattr(
                 ext, "_cupti_get_timings"):
             raise XlaCompatError(_missing("CUPTI timings (_mosaic_gpu_ext._cupti_init)"))
         self.ext = ext
 
     def start(self) -> None:
-        self.ext._cupti_init()
+        try:
+            self.ext._cupti_init()
+        except Exception:
+            # best effort: a jaxlib that cleaned up itself says "not active" here
+            with contextlib.suppress(Exception):
+                self.ext._cupti_get_timings(True)
+            raise
 
     def stop(self) -> list[tuple[str, float]]:
         try:
@@ -202,8 +215,36 @@ class _CuptiRecords:
         return [(str(name), float(ms) * 1e6) for name, ms in (timings or [])]
 
 
-def cupti_kernel_records() -> Any:
-    return _CuptiRecords()
+def cupti_kernel_records(ext: Any = None) -> Any:
+    """CUPTI kernel records through ``ext`` (default: jax's Mosaic GPU extension)."""
+    return _CuptiRecords(ext)
+
+
+_CUDA_VERSION_CALLS = (("cuda_runtime", "cuda_runtime_get_version"),
+                       ("cuda_runtime_build", "cuda_runtime_build_version"),
+                       ("cuda_driver", "cuda_driver_get_version"),
+                       ("cupti", "cupti_get_version"), ("cupti_build", "cupti_build_version"))
+
+
+def cuda_versions() -> dict[str, Any]:
+    """The CUDA runtime, driver and CUPTI versions jax's CUDA plugin reads (``_versions``:
+    13000 is 13.0; CUPTI's is its API version), each next to the one jax was built with. Both
+    device timers load one libcupti: a CUPTI newer than the driver fails both, so these say
+    which ran. A value that cannot be read is the reason why; {"error": ...} without a CUDA
+    plugin."""
+    try:
+        from jax._src.lib import cuda_versions as plugin
+    except ImportError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    if plugin is None:
+        return {"error": "jax has no CUDA plugin here"}
+    out: dict[str, Any] = {}
+    for key, call in _CUDA_VERSION_CALLS:
+        try:
+            out[key] = getattr(plugin, call)()
+        except Exception as exc:  # a missing library is a finding, not a crash
+            out[key] = f"{type(exc).__name__}: {exc}"[:200]
+    return out
 
 
 class _ProfilerRecords:

@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# The prepared device check (docs/gpu.md): bench/gpu/run_gpu.sh OUT [--dry-run]
+# The prepared device check (docs/gpu.md): bench/gpu/run_gpu.sh OUT [--dry-run] [run_gpu.py options]
 #
 # Runs tgt from this source tree (PYTHONPATH, no install) on a machine whose Python has jax with
 # CUDA. Packages tgt needs that the machine lacks (polars, pymetis, jsonschema and its
 # dependencies on the H200 machines) are installed from wheels carried next to this script,
 # bench/gpu/wheels/*.whl (or $TGT_WHEELS/*.whl; bench/gpu/README.md says how to fetch them),
-# into a private directory: nothing is downloaded. ≤ 8 min wall; OUT gets ≤ 8 files.
+# into a private directory: nothing is downloaded.
+#
+# Time: the whole script takes at most TGT_GPU_WINDOW_S seconds (default 520) plus 25 s of
+# kill grace. run_gpu.py gets what is left after the wheels as --budget-s, stops starting steps
+# with 20 s left and packs OUT; `timeout` sends it SIGTERM 15 s after its budget (it then packs
+# what it has) and SIGKILL 10 s later. Call it with a limit above 520 + 25, e.g. timeout_s=580:
+# with a 2-4 min machine start that is 12-14 min of a 15 min window. OUT gets <= 6 files,
+# rewritten after every step, so a cut at any moment returns every finished step.
 set -uo pipefail
-OUT="${1:?usage: bench/gpu/run_gpu.sh OUT [--dry-run]}"
+OUT="${1:?usage: bench/gpu/run_gpu.sh OUT [--dry-run] [run_gpu.py options]}"
 shift
+WINDOW_S="${TGT_GPU_WINDOW_S:-520}"
+STARTED=$SECONDS
 cd "$(dirname "$0")/../.."
 PY="${PYTHON:-python3}"
 mkdir -p "$OUT"
@@ -25,6 +34,11 @@ if compgen -G "$WHEELS/*.whl" > /dev/null; then
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 if [[ " $* " != *" --dry-run "* ]]; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/nvidia-smi.txt" 2>&1 || true
+  { timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    timeout 20 nvidia-smi --query-gpu=compute_mode,clocks.sm,clocks.max.sm --format=csv
+  } > "$OUT/nvidia-smi.txt" 2>&1 || true
 fi
-timeout 440 "$PY" bench/gpu/run_gpu.py --out "$OUT" "$@"
+BUDGET=$(( WINDOW_S - (SECONDS - STARTED) ))
+# a --budget-s among the options comes later on the command line and wins
+exec timeout --kill-after=10 $(( BUDGET + 15 )) "$PY" bench/gpu/run_gpu.py --out "$OUT" \
+  --budget-s "$BUDGET" "$@"

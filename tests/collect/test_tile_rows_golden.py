@@ -63,6 +63,9 @@ class _Space:
     def configs(self, kernel: Any) -> list[KernelConfig]:
         return [KernelConfig(), *(KernelConfig.of(level=i) for i in range(1, 5))]
 
+    def infeasible(self, kernel: Any, config: KernelConfig) -> str | None:
+        return None
+
     def encode(self, config: KernelConfig) -> np.ndarray:
         feat = np.zeros(NUM_TILE_FEATURES, dtype=np.float32)
         feat[0] = dict(config.settings).get("level", 0)

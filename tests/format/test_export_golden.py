@@ -11,7 +11,10 @@ on every other machine) changed the card only; the configs column ``timing_cpus`
 shards, the card, croissant.json and SHA256SUMS again, and no export or npz byte; the configs
 column ``timer`` (2026-12-05: which clock timed a row) changed the same four and nothing else;
 one wording of the counts (2026-12-05: "N configs (M labels) + K control rows") changed the card
-and croissant.json only.
+and croissant.json only; the configs columns ``kernels_per_run`` and ``timer_fallback`` and the
+status ``infeasible`` (2026-12-06) changed the configs shards, the card, croissant.json and
+SHA256SUMS, and no export or npz byte (re-recorded for jax 0.10.2 only: 0.9.2 and 0.12.0.1
+need their CI venvs).
 
 It never skips: CI pins jax in both venvs (.ci/lowest.txt, .ci/newest.txt) to versions with a
 golden, and a jax without one fails, saying how to record it.

@@ -14,6 +14,7 @@ from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure import device_timer as T
 from tpugraphs_tools.measure.engines import DefaultProgram, PairedEngine, TimedItem
 from tpugraphs_tools.measure.engines import paired as paired_engine
+from tpugraphs_tools.measure.kernel_count import KernelCountCheck
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.measure.paired import StopRule
@@ -25,12 +26,15 @@ class FakeGpu:
     """Kernel records of fake programs: a run of program ``p`` 'launches' one kernel whose
     device time is ``kernel_ns[p]`` × (1 ± 0.5% noise); the host sees 80 µs of launch."""
 
-    def __init__(self, kernel_ns: dict[str, float], seed: int = 0) -> None:
+    def __init__(self, kernel_ns: dict[str, float], seed: int = 0, cold: float = 1.0) -> None:
         self.kernel_ns = kernel_ns
         self.rng = random.Random(seed)
         self.records: list[tuple[str, float]] | None = None
         self.fail_after: int | None = None
         self.samples = 0
+        self.cold = cold            # a run after another program's: this much slower (L2)
+        self.last: str | None = None
+        self.stray: set[int] = set()  # samples (1-based) that catch one record too many
 
     def start(self) -> None:
         self.records = []
@@ -40,11 +44,16 @@ class FakeGpu:
         if self.fail_after is not None and self.samples > self.fail_after:
             raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
         out, self.records = self.records or [], None
+        if self.samples in self.stray:
+            out.append(("memset_other_stream", 5.0))
         return out
 
     def run(self, program: str) -> None:
+        ns = self.kernel_ns[program] * (1 + self.rng.gauss(0, 0.005))
+        if self.last != program:
+            ns *= self.cold
+        self.last = program
         if self.records is not None:
-            ns = self.kernel_ns[program] * (1 + self.rng.gauss(0, 0.005))
             self.records.append((f"gemm_{program}", ns))
 
 
@@ -72,10 +81,15 @@ def test_choose_timer_falls_back_to_host_and_says_why(monkeypatch):
         raise ImportError("cannot import name 'mosaic_gpu'")
 
     monkeypatch.setattr(_xla_compat, "cupti_kernel_records", missing)
-    monkeypatch.setattr(_xla_compat, "profiler_kernel_records", lambda: FakeGpu({}))
-    timer, why = T.choose_timer(T.DEVICE, lambda: None)
-    assert timer.name == T.HOST
-    assert "cupti: not available here" in why and "profiler: no kernel records" in why
+    profiler = FakeGpu({"a": 500.0})
+    monkeypatch.setattr(_xla_compat, "profiler_kernel_records", lambda: profiler)
+    timer, why = T.choose_timer(T.DEVICE, lambda: profiler.run("a"))
+    # the profiler is not in the device chain (a trace per sample: too slow to label)
+    assert timer.name == T.HOST and why == "cupti: not available here (cannot import name " \
+        "'mosaic_gpu')"
+    assert T.choose_timer(T.PROFILER, lambda: profiler.run("a"))[0].name == T.PROFILER
+    timer, why = T.choose_timer(T.PROFILER, lambda: None)
+    assert timer.name == T.HOST and "profiler: no kernel records" in why
     gpu = FakeGpu({"a": 500.0})
     monkeypatch.setattr(_xla_compat, "cupti_kernel_records", lambda: gpu)
     timer, why = T.choose_timer(T.DEVICE, lambda: gpu.run("a"))
@@ -181,3 +195,91 @@ def test_auto_is_device_time_for_gpu_tiles_only_and_gpu_budgets_fill_unset_optio
     assert device_env.tile_options(opts, "cpu") == opts
     assert device_env.tile_options(MeasureOptions(timer=T.HOST), "gpu") == \
         MeasureOptions(timer=T.HOST)
+
+
+def test_a_device_sample_follows_an_untimed_run_so_no_timed_run_finds_a_cold_cache():
+    """Programs are interleaved: a run after another program's is 1.5x slower here. The
+    untimed run before each sample takes that; k=1 and k=4 then read the same warm time."""
+    gpu = FakeGpu({"a": 1_000.0, "b": 2_000.0}, cold=1.5)
+    timer = T.KernelRecordTimer(T.CUPTI, gpu)
+    for k in (1, 4):
+        gpu.run("b")  # the program timed just before
+        per_run, _ = timer.sample(lambda: gpu.run("a"), k=k)
+        assert per_run == pytest.approx(1_000, rel=0.02), k  # 1500 (k=1), 1125 (k=4) unprimed
+        assert timer.last_kernels == k
+    host = T.HostTimer()
+    calls = []
+    host.sample(lambda: calls.append(1), k=3)  # the host clock keeps --prime-runs (0)
+    assert len(calls) == 3 and host.last_kernels is None
+
+
+def test_a_kernel_count_off_is_sampled_again_then_fails_saying_why():
+    gpu = FakeGpu({"a": 1_000.0})
+    check = KernelCountCheck(T.KernelRecordTimer(T.CUPTI, gpu))
+    gpu.stray = {2}  # the second sample catches a record from elsewhere: 5 in 4 runs
+    for _ in range(3):
+        per_run, _ = check.sample("a", lambda: gpu.run("a"), k=4)
+        assert per_run == pytest.approx(1_000, rel=0.02)  # never the stray record's sum
+    assert check.retried == 1 and check.kernels_per_run("a") == 1
+    gpu.stray = set(range(gpu.samples + 1, gpu.samples + 10))  # every sample from now on
+    with pytest.raises(T.DeviceTimerError, match="kernel count off after 2 retries: 5 kernels "
+                                                 "in 4 runs is no whole number a run"):
+        check.sample("a", lambda: gpu.run("a"), k=4)
+    gpu.stray = set()
+    two = KernelCountCheck(T.KernelRecordTimer(T.CUPTI, gpu))
+    two.sample("b", lambda: gpu.run("a"), k=2)  # calibrated: 1 a run
+
+    def twice() -> None:  # the same program now launches two kernels a run
+        gpu.run("a")
+        gpu.run("a")
+
+    with pytest.raises(T.DeviceTimerError, match="2 kernels a run, calibrated at 1"):
+        two.sample("b", twice, k=2)
+    assert KernelCountCheck(T.HostTimer()).sample("c", lambda: None, k=2)[0] >= 0
+
+
+def test_device_labels_carry_the_kernel_count_and_a_host_label_says_why(monkeypatch):
+    gpu = FakeGpu({"default": 1_000.0, "slow": 1_300.0, "same": 1_000.0})
+    labelled = _label(_engine(monkeypatch, gpu, T.CUPTI))
+    assert {r.kernels_per_run for r in labelled} == {1}
+    assert {r.timer_fallback for r in labelled} == {None}
+    gpu = FakeGpu({"default": 1_000.0, "slow": 1_300.0, "same": 1_000.0})
+    engine = _engine(monkeypatch, gpu, T.CUPTI)
+    gpu.stray = set(range(5, 10_000))  # the check passes, then every sample is off
+    labelled = _label(engine)
+    assert {r.timer for r in labelled} == {T.HOST}
+    assert {r.kernels_per_run for r in labelled} == {None}
+    [why] = {r.timer_fallback for r in labelled}
+    assert why.startswith("device timer failed: cupti: kernel count off after 2 retries")
+
+
+class FakeCuptiExt:
+    """jax's Mosaic GPU extension as the 0.10/0.11 jaxlibs behave: ``_cupti_init`` subscribes,
+    then fails enabling kernel activity; ``_cupti_get_timings`` unsubscribes."""
+
+    def __init__(self) -> None:
+        self.subscribed = False
+        self.finalized: list[bool] = []
+
+    def _cupti_init(self) -> None:
+        if self.subscribed:
+            raise RuntimeError("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED")
+        self.subscribed = True
+        raise RuntimeError("failed to enable tracking of kernel activity by CUPTI")
+
+    def _cupti_get_timings(self, finalize: bool = True) -> list[tuple[str, float]]:
+        self.finalized.append(finalize)
+        self.subscribed = False
+        return []
+
+
+def test_a_failed_cupti_start_unsubscribes_so_the_next_start_is_not_blocked():
+    from tpugraphs_tools import _xla_compat
+
+    ext = FakeCuptiExt()
+    timer = T.KernelRecordTimer(T.CUPTI, _xla_compat.cupti_kernel_records(ext))
+    for _ in range(2):  # the second start fails the same way, not on a held subscription
+        with pytest.raises(T.DeviceTimerError, match=r"cannot start .*enable tracking"):
+            timer.sample(lambda: None, k=1)
+        assert not ext.subscribed and ext.finalized[-1] is True
+    assert ext.finalized == [True, True]

@@ -223,6 +223,8 @@ CASES = [
     cfg("dataset.timer_mixed", "timer", 2, "mixed"),
     cfg("dataset.tile_not_as_requested", "realized", 2,
         '{"matches_request": false, "tile": {"block_m": 32}}'),
+    cfg("dataset.tile_infeasible", "status", 2, "infeasible", "dataset.npz_row_unexpected",
+        key="status"),
     graph_cell("dataset.split_overlap", "program", GRAPH_B, "tiny_a"),
     graph_cell("dataset.split_overlap", "fingerprint", GRAPH_B, "a" * 64),
 ]

@@ -76,8 +76,12 @@ def _print_tile_summary(label: str, s: dict) -> None:
     table.add_row("stored", stored.describe())
     unstored = s["configs"] - s["configs_stored"]
     table.add_row("configs tried", f"{s['configs']} ("
-                  + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())) + ")"
+                  + ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())
+                              if k != "infeasible") + ")"
                   + (f", {unstored} of them in kernels not stored" if unstored else ""))
+    if s.get("infeasible"):
+        table.add_row("infeasible tiles (over the device's registers or shared memory; "
+                      "never compiled)", str(s["infeasible"]))
     if s.get("not_as_requested"):
         table.add_row("ok configs compiled to another tile than asked",
                       f"{s['not_as_requested']} (labelled by the tile that ran)")

@@ -79,6 +79,8 @@ def measured_columns(result: ConfigResult) -> dict[str, Any]:
         "runs_per_sample": result.runs_per_sample,
         "timing_cpus": result.timing_cpus,
         "timer": result.timer,
+        "kernels_per_run": result.kernels_per_run,
+        "timer_fallback": result.timer_fallback,
         "max_abs_error": result.max_abs_error,
         "compile_seconds": result.compile_seconds,
         "measure_seconds": result.measure_seconds,

@@ -52,6 +52,8 @@ class ConfigRow(TypedDict):
     runs_per_sample: ReadOnly[int | None]
     timing_cpus: ReadOnly[int | None]
     timer: ReadOnly[Timer | None]
+    kernels_per_run: ReadOnly[int | None]
+    timer_fallback: ReadOnly[str | None]
     max_abs_error: ReadOnly[float | None]
     compile_seconds: ReadOnly[float | None]
     measure_seconds: ReadOnly[float | None]

@@ -89,9 +89,9 @@ class TileSummary:
     kernels: int
     kernels_skipped: int
     skipped: dict[str, str]      # parent instruction -> why it was not stored
-    configs: int                 # configs tried, stored kernels or not
+    configs: int                 # configs tried, stored kernels or not (infeasible not)
     configs_stored: int
-    status: dict[Status, int]    # of every config tried, stored kernels or not
+    status: dict[Status, int]    # of every config row, stored kernels or not
     worker_restarts: int
     effects_over_3cv: int
     largest_effect: TileEffect | None
@@ -105,6 +105,9 @@ class TileSummary:
     # ok configs whose tile read back from the optimized kernel differs from the request in
     # some field (realized ``matches_request`` false): their features encode what ran.
     not_as_requested: int = 0
+    # Tiles over the device's limits (registers, shared memory): never compiled, apart from
+    # compile_error (configs/tile_gpu_limits.py), stored kernels or not.
+    infeasible: int = 0
     # The stored kernels' rows (store/counts.py): what every later command counts.
     counts: ConfigCounts = field(default_factory=ConfigCounts)
     # Distinct kernels --max-kernels left out (the cheapest), never measured nor "skipped".

@@ -32,6 +32,7 @@ from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import (
     COMPILE_ERROR,
     CONTROL,
+    INFEASIBLE,
     NOOP,
     OK,
     REPEAT,
@@ -126,6 +127,10 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
                    done: Sequence[ConfigRow] = ()) -> KernelRun:
     """Default + candidates of one kernel until ``configs_per_kernel`` are measured ok.
 
+    A candidate the space calls infeasible on this device (``space.infeasible``: a tile over
+    the GPU's registers or shared memory) gets an ``infeasible`` row saying why and is never
+    compiled; it does not count against ``max_attempts``.
+
     Single-setting configs go first; combinations follow in a second pass that skips any
     combination containing a setting that was a no-op on its own. ``workers``: processes
     shared with the program's other kernels (None: this kernel's own, closed at the end).
@@ -195,6 +200,10 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         pending = sum(1 for i in set(known.values()) if i not in rows)
         return ok + pending >= opts.configs_per_kernel
 
+    def attempts() -> int:
+        """Configs tried so far: infeasible tiles cost nothing and do not count."""
+        return len(by_index) - 1 - sum(r["status"] == INFEASIBLE for r in rows.values())
+
     def finished() -> list[tuple[float, float]]:
         return [(low, high) for r in rows.values()
                 if r["status"] == OK and not r["is_default"]
@@ -233,13 +242,16 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
     for phase in (singles, combos):
         jobs = []
         for config in phase:
-            if len(by_index) - 1 >= max_attempts:
+            if attempts() >= max_attempts:
                 break
             if len(config.settings) > 1 and noop_settings & set(config.settings):
                 continue  # a combination with a setting that alone changed nothing
             index = len(by_index)
             by_index[index] = config
             if resume(index):
+                continue
+            if (why := space.infeasible(kernel.module, config)) is not None:
+                record(ConfigResult(index, INFEASIBLE, error=why))  # never compiled
                 continue
             try:
                 jobs.append(Job(index, space.apply(text, config),

@@ -14,7 +14,7 @@ from typing import Any
 
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
 from tpugraphs_tools.collect.tile_labels import is_paired, pooled_quality
-from tpugraphs_tools.measure import CONTROL, OK, REPEAT, Status
+from tpugraphs_tools.measure import CONTROL, INFEASIBLE, OK, REPEAT, Status
 from tpugraphs_tools.store import ConfigCounts
 
 KernelRows = tuple[Mapping[str, Any], Sequence[Any]]  # (graph row, its config rows)
@@ -56,7 +56,8 @@ def summarize(graphs: Sequence[KernelRows],
     largest = (apart[0] if apart else None) if paired else (effects[0] if effects else None)
     return TileSummary(
         config_space=space, kernels=len(graphs), kernels_skipped=len(skipped),
-        skipped=skipped, configs=sum(status.values()), configs_stored=len(rows),
+        skipped=skipped, configs=sum(status.values()) - status.get(INFEASIBLE, 0),
+        configs_stored=sum(r["status"] != INFEASIBLE for _, r in rows),
         status=dict(status), worker_restarts=restarts,
         effects_over_3cv=sum(1 for e in effects if (e.effect_cv or 0) > 3),
         largest_effect=largest,
@@ -64,4 +65,5 @@ def summarize(graphs: Sequence[KernelRows],
         worst_slowdown=max(relative) if relative else None,
         apart_from_default=len(apart) if paired else None,
         labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested,
+        infeasible=status.get(INFEASIBLE, 0),
         counts=ConfigCounts.of_rows(r["status"] for _, rs in graphs for r in rs))

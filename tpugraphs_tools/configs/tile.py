@@ -74,6 +74,11 @@ class KernelConfigSpace(Protocol):
         """Candidates in the order to try them; the first is the default config."""
         ...
 
+    def infeasible(self, kernel: Module, config: KernelConfig) -> str | None:
+        """Why the device cannot run ``config`` on ``kernel`` at all (its row is then
+        ``infeasible`` and it is never compiled); None when it may run."""
+        ...
+
     def encode(self, config: KernelConfig) -> np.ndarray:
         """float32 [NUM_TILE_FEATURES] ``config_feat`` row; all zeros is the compiler's default."""
         ...
@@ -180,6 +185,10 @@ class CpuKernelOptions:
                  for va in knobs[a] for vb in knobs[b]]
         rng = np.random.default_rng(self.seed)
         return [KernelConfig(), *order, *(pairs[i] for i in rng.permutation(len(pairs)))]
+
+    def infeasible(self, kernel: Module, config: KernelConfig) -> str | None:
+        """Every XLA:CPU option value runs (an unsupported one fails its compile)."""
+        return None
 
     def encode(self, config: KernelConfig) -> np.ndarray:
         """Layout ``cpu-kernel-options`` v1 (docs/tile-collection.md); zeros = compiler default.

@@ -22,8 +22,11 @@ copied from the request. Two configs that compile to one tile compile to one pro
 engine's (optimized HLO, machine code) key makes the second a ``duplicate``: labels are keyed
 on the tile that ran. split_k is in the space only where the installed XLA applies it
 (``_xla_compat.triton_override_applies_split_k``; not on jax 0.11, docs/versions.md).
-Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k), output_bounds =
-(block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum and product.
+A tile the GPU cannot run (its accumulator over 255 registers a thread, its pipeline stages
+over the block's shared memory: configs/tile_gpu_limits.py) is ``infeasible`` and never
+compiled. Encoding into TpuGraphs' tile features: kernel_bounds = (block_k, split_k),
+output_bounds = (block_m, block_n), input_bounds = (num_stages, num_warps), each followed by sum
+and product.
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ from typing import Any
 import numpy as np
 
 from tpugraphs_tools.configs.tile import KernelConfig, bounds_features
+from tpugraphs_tools.configs.tile_gpu_limits import (
+    DeviceLimits,
+    device_limits,
+    element_bytes,
+    infeasible_reason,
+)
 from tpugraphs_tools.configs.tile_gpu_realized import (
     FIELDS,
     backend_config,
@@ -71,22 +80,38 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-def gemm_dims(kernel: Module) -> tuple[int, int, int] | None:
-    """(m, n, k) of the kernel's dot (batch dims excluded); None when it has no dot."""
+def _gemm_dot(kernel: Module) -> tuple[Any, Any, Any] | None:
+    """(dot, lhs shape, rhs shape) of the kernel's first dot; None when it has none."""
     by_name = {i.name: i for _, i in kernel.instructions()}
     for _, inst in kernel.instructions():
-        if inst.opcode != "dot" or len(inst.operands) < 2:
-            continue
-        lhs, rhs = by_name[inst.operands[0]].shape, by_name[inst.operands[1]].shape
-        lc, rc = A.int_list(inst.attrs.get("lhs_contracting_dims")), \
-            A.int_list(inst.attrs.get("rhs_contracting_dims"))
-        lb, rb = A.int_list(inst.attrs.get("lhs_batch_dims")), \
-            A.int_list(inst.attrs.get("rhs_batch_dims"))
-        m = int(np.prod([d for i, d in enumerate(lhs.dims) if i not in lc and i not in lb]))
-        n = int(np.prod([d for i, d in enumerate(rhs.dims) if i not in rc and i not in rb]))
-        k = int(np.prod([lhs.dims[i] for i in lc]))
-        return m, n, k
+        if inst.opcode == "dot" and len(inst.operands) >= 2:
+            return inst, by_name[inst.operands[0]].shape, by_name[inst.operands[1]].shape
     return None
+
+
+def gemm_dims(kernel: Module) -> tuple[int, int, int] | None:
+    """(m, n, k) of the kernel's dot (batch dims excluded); None when it has no dot."""
+    found = _gemm_dot(kernel)
+    if found is None:
+        return None
+    inst, lhs, rhs = found
+    lc, rc = A.int_list(inst.attrs.get("lhs_contracting_dims")), \
+        A.int_list(inst.attrs.get("rhs_contracting_dims"))
+    lb, rb = A.int_list(inst.attrs.get("lhs_batch_dims")), \
+        A.int_list(inst.attrs.get("rhs_batch_dims"))
+    m = int(np.prod([d for i, d in enumerate(lhs.dims) if i not in lc and i not in lb]))
+    n = int(np.prod([d for i, d in enumerate(rhs.dims) if i not in rc and i not in rb]))
+    k = int(np.prod([lhs.dims[i] for i in lc]))
+    return m, n, k
+
+
+def gemm_operand_bytes(kernel: Module) -> tuple[int, int]:
+    """Bytes per element of the kernel's dot operands (lhs, rhs); (2, 2) without a dot."""
+    found = _gemm_dot(kernel)
+    if found is None:
+        return 2, 2
+    _, lhs, rhs = found
+    return element_bytes(lhs.element_type), element_bytes(rhs.element_type)
 
 
 def valid_tiles(m: int, n: int, k: int, split_k: bool = True) -> list[KernelConfig]:
@@ -137,7 +162,8 @@ class TritonGemmTiles:
     MECHANISMS = ("override", "override_file", "backend_config")
 
     def __init__(self, seed: int = 0, mechanism: str = "override", max_candidates: int = 64,
-                 override_dir: str | Path | None = None, split_k: bool | None = None) -> None:
+                 override_dir: str | Path | None = None, split_k: bool | None = None,
+                 limits: DeviceLimits | None = None, device_kind: str | None = None) -> None:
         if mechanism not in self.MECHANISMS:
             raise ValueError(f"unknown mechanism {mechanism!r} (one of {self.MECHANISMS})")
         self.seed = seed
@@ -154,6 +180,24 @@ class TritonGemmTiles:
 
             split_k = triton_override_applies_split_k()
         self.split_k = split_k
+        # read on first use (tile_gpu_limits.device_limits): no driver call for a space
+        # that never checks a tile
+        self._limits = limits
+        self.device_kind = device_kind
+
+    @property
+    def limits(self) -> DeviceLimits:
+        if self._limits is None:
+            self._limits = device_limits(self.device_kind)
+        return self._limits
+
+    def infeasible(self, kernel: Module, config: KernelConfig) -> str | None:
+        """Why ``config`` cannot run on this GPU (registers or shared memory over its limits:
+        configs/tile_gpu_limits.py), so it is never compiled; None when it may run."""
+        fields = {k: int(v) for k, v in config.as_dict().items() if v is not None}
+        if config.is_default or not {"block_m", "block_n", "block_k"} <= set(fields):
+            return None
+        return infeasible_reason(fields, *gemm_operand_bytes(kernel), self.limits)
 
     def configs(self, kernel: Module) -> list[KernelConfig]:
         dims = gemm_dims(kernel)

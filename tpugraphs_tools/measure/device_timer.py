@@ -8,13 +8,25 @@ durations; a sample's value is that sum per run. Runs of a sample go back to bac
 cache flush in between, so a label is a *hot-cache* time, as a kernel sees it between other
 kernels of a program (Triton's ``do_bench`` flushes L2 before each run instead; docs/gpu.md).
 
+Every device-timed sample follows one untimed run of the same program (more with
+``--prime-runs``): programs are interleaved, so without it a sample's first run would find L2
+holding another program's data while its k−1 followers find their own, and since k differs
+between reruns, labels would mix the two cache states by different shares. The host clock
+keeps ``--prime-runs`` as asked (measured on CPU: docs/benchmarks/history/
+2026-12-03-prime-runs.md).
+
 Timers (configs.parquet ``timer``): ``host`` (``time.perf_counter_ns`` around the k runs, every
 platform), ``cupti`` (CUPTI kernel activity records through jax's Mosaic GPU extension),
 ``profiler`` (a ``jax.profiler`` trace per sample, kernel events of the GPU plane's streams,
 read with ``jax.profiler.ProfileData``). The jax internals both device timers touch are in
-``_xla_compat``. A device timer that is missing, fails, or reports nothing plausible is never
-fatal: :func:`choose_timer` falls back to ``host`` and says why, and the paired engine re-times
-a batch on the host if a device timer fails in the middle of it.
+``_xla_compat``. ``--timer device`` takes CUPTI only: the profiler's trace session and file
+export per sample (estimated 0.1–1 s) leave a tile config 1–3 rounds of its 1 s budget, too
+few for a label that claims anything, and it loads the same libcupti, so it fails where CUPTI
+fails; ``--timer profiler`` still asks for it, and the device check's probe measures its cost
+per sample (docs/gpu.md). A device timer that is missing, fails, or reports nothing plausible
+is never fatal: :func:`choose_timer` falls back to ``host`` and says why, and the paired engine
+re-times a batch on the host if a device timer fails in the middle of it (the kernel count
+check, ``measure/kernel_count.py``, is one way to fail).
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ TIMERS = (HOST, CUPTI, PROFILER)
 # device timer that works), or one timer by name.
 AUTO, DEVICE = "auto", "device"
 CHOICES = (AUTO, DEVICE, *TIMERS)
-DEVICE_ORDER = (CUPTI, PROFILER)
+DEVICE_ORDER = (CUPTI,)  # the profiler leaves the chain: module docstring
 # Kernel time cannot exceed the wall time around it; this much slack covers clock offsets.
 _SLACK_NS = 20_000
 
@@ -43,6 +55,8 @@ class SampleTimer(Protocol):
     """Times one sample: ``k`` back-to-back runs after ``prime`` untimed ones."""
 
     name: str
+    # kernels the last sample's records held (None: the host clock counts none)
+    last_kernels: int | None
 
     def sample(self, run: Run, k: int, prime: int = 0) -> tuple[float, float]:
         """(ns per run, wall seconds the sample took)."""
@@ -53,6 +67,7 @@ class HostTimer:
     """The host clock around the runs (sampling.timed_sample): what CPU labels always used."""
 
     name = HOST
+    last_kernels: int | None = None
 
     def sample(self, run: Run, k: int, prime: int = 0) -> tuple[float, float]:
         return timed_sample(run, k, prime)
@@ -73,11 +88,12 @@ class KernelRecordTimer:
     def __init__(self, name: str, records: KernelRecords) -> None:
         self.name = name
         self.records = records
+        self.last_kernels: int | None = None
 
     def sample(self, run: Run, k: int, prime: int = 0) -> tuple[float, float]:
-        if k > 1:
-            for _ in range(prime):
-                run()
+        """At least one untimed run first, whatever ``prime`` and ``k`` (module docstring)."""
+        for _ in range(max(1, prime)):
+            run()
         start = time.perf_counter_ns()
         try:
             self.records.start()
@@ -92,6 +108,7 @@ class KernelRecordTimer:
             except Exception as exc:
                 raise DeviceTimerError(f"{self.name}: cannot read records ({exc})") from exc
         wall = time.perf_counter_ns() - start
+        self.last_kernels = len(kernels)
         total = sum(ns for _, ns in kernels)
         if not kernels or not total > 0:
             raise DeviceTimerError(f"{self.name}: no kernel records for {k} runs")

@@ -104,15 +104,18 @@ class MeasureOptions:
         minimum=0.0)
     timer: str = _option(
         "auto", "Paired engine: how a sample is timed. host: the host clock around the runs; "
-        "device: the GPU's own kernel records (cupti, else profiler), kernel time without the "
-        "launch; cupti / profiler: that device timer. auto: device for tile kernels on a GPU, "
-        "host otherwise. A device timer that does not work falls back to host (the rows' "
-        "timer column says which timed them).", group=EXPERT, choices=TIMER_CHOICES)
+        "device: the GPU's own kernel records (cupti; the profiler traces every sample, too "
+        "slow to label), kernel time without the launch; cupti / profiler: that device "
+        "timer. auto: device for tile kernels on a GPU, host otherwise. A device timer "
+        "that does not work falls back to host (the rows' timer and timer_fallback say "
+        "so).", group=EXPERT, choices=TIMER_CHOICES)
     prime_runs: int = _option(
         0, "Paired engine: untimed runs of a program just before each timed sample of more "
         "than one run, to keep the switch from the previous program (caches, buffers) out of "
         "the sample. 0 (default) times the switch as part of every sample, default and "
-        "configs alike, and keeps their samples closer in time.", group=EXPERT, minimum=0)
+        "configs alike, and keeps their samples closer in time. A device timer always runs "
+        "at least one (its first run would find another program's data in L2).",
+        group=EXPERT, minimum=0)
     target_precision: float = _option(
         StopRule.target_precision, "Stop timing a config once its 95% CI half-width is within "
         "this fraction of its ratio (or its CI separates it from the default and its rank "

@@ -281,8 +281,16 @@ def _merge(group: list[ConfigResult], spread: ProcessSpread,
         paused_seconds=sum(r.paused_seconds for r in group),
         timing_cpus=min((r.timing_cpus for r in group if r.timing_cpus), default=None),
         timer=_one_timer(group),
+        kernels_per_run=_common({r.kernels_per_run for r in group}),
+        timer_fallback="; ".join(sorted({r.timer_fallback for r in group
+                                         if r.timer_fallback})) or None,
         log_center=center, log_se=se, df=None,
         processes=len(group), process_sd=math.sqrt(spread.variance))
+
+
+def _common(values: set[int | None]) -> int | None:
+    """The processes' one kernel count per run; None where they disagree (or timed none)."""
+    return values.pop() if len(values) == 1 else None
 
 
 def _one_timer(group: list[ConfigResult]) -> str | None:

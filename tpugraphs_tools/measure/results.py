@@ -24,6 +24,7 @@ class Status(enum.StrEnum):
     NOOP = "noop"                    # compiled to the default's program
     DUPLICATE = "duplicate"          # compiled to an earlier config's program
     COMPILE_ERROR = "compile_error"
+    INFEASIBLE = "infeasible"        # over the device's limits (a tile): never compiled
     RUNTIME_ERROR = "runtime_error"
     TIMEOUT = "timeout"
     CRASH = "crash"
@@ -61,6 +62,7 @@ COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH, WRONG_RESULT = (
     Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH,
     Status.WRONG_RESULT)
 CONTROL, REPEAT = Status.CONTROL, Status.REPEAT
+INFEASIBLE = Status.INFEASIBLE
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class ConfigResult:
     processes: int = 1                    # measurement processes the label averages
     process_sd: float | None = None       # between-process SD (log scale) in its CI
     timer: str | None = None              # how its samples were timed (device_timer.TIMERS)
+    kernels_per_run: int | None = None    # device timers: kernels a run launched (checked)
+    timer_fallback: str | None = None     # why host time where a device timer was asked
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # frozen: set once, here

@@ -19,12 +19,18 @@ import polars as pl
 from tpugraphs_tools.measure import reason_of
 from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
-from tpugraphs_tools.store import CONTROL_STATUSES, BeatsDefault, ConfigCounts, beats_default
+from tpugraphs_tools.store import (
+    CONTROL_STATUSES,
+    INFEASIBLE_STATUS,
+    BeatsDefault,
+    ConfigCounts,
+    beats_default,
+)
 
 ERROR_STATUSES = ("compile_error", "runtime_error", "timeout", "crash", "wrong_result",
                   "default_failed")
 SKIPPED_STATUSES = ("noop", "duplicate")
-STATUS_ORDER = ("ok", *SKIPPED_STATUSES, *ERROR_STATUSES)
+STATUS_ORDER = ("ok", *SKIPPED_STATUSES, *ERROR_STATUSES, INFEASIBLE_STATUS)
 
 
 @dataclass
@@ -177,8 +183,8 @@ class _Tally:
         for program, pairs in _separation(batch).items():
             self.per_program.setdefault(program, Counter()).update(pairs)
         self.labels += label_stats(self.programs_of, batch.lazy())
-        # control rows are not configs: timing checks (store/counts.py)
-        configs = batch.filter(~pl.col("status").is_in(CONTROL_STATUSES))
+        # control rows are not configs (timing checks), nor infeasible tiles (store/counts.py)
+        configs = batch.filter(~pl.col("status").is_in([*CONTROL_STATUSES, INFEASIBLE_STATUS]))
         counts = configs.group_by("program").agg(
             pl.len().alias("configs"),
             (pl.col("status") == "ok").sum().alias("ok"),

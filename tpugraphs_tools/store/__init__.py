@@ -10,6 +10,7 @@ from tpugraphs_tools.store.atomic import (
 )
 from tpugraphs_tools.store.counts import (
     CONTROL_STATUSES,
+    INFEASIBLE_STATUS,
     ConfigCounts,
     config_counts,
     total_counts,
@@ -57,6 +58,7 @@ __all__ = [
     "CACHE_DIR",
     "CONTROL_STATUSES",
     "FORMAT_VERSION",
+    "INFEASIBLE_STATUS",
     "JOURNAL",
     "LABEL_COLUMNS",
     "LEASE_S",

@@ -5,6 +5,8 @@
 - **configs**: one row per config tried (the compiler default included), whatever its status:
   ``ok``, a ``noop``/``duplicate`` of an earlier config, or a failure. With enough distinct
   configs in the space, a layout graph has as many as ``--configs`` asked for.
+- **infeasible rows**: tiles the device cannot run (registers or shared memory over its
+  limits): recorded with the reason, never compiled, not configs either.
 - **control rows**: timing checks, not configs: the paired engine's A/A controls (a copy of the
   default timed in each batch) and repeats (a config re-timed in another window). Never in the
   npz.
@@ -22,6 +24,7 @@ from typing import Any
 import polars as pl
 
 CONTROL_STATUSES = ("control", "repeat")   # measure.CONTROL, measure.REPEAT
+INFEASIBLE_STATUS = "infeasible"           # measure.INFEASIBLE
 LABEL_STATUS = "ok"                        # measure.OK
 
 
@@ -36,18 +39,21 @@ class ConfigCounts:
     configs: int = 0       # config rows, default included, any status (control rows not)
     labels: int = 0        # ok configs: a measured runtime and an npz row each
     control_rows: int = 0  # A/A control and repeat rows: timing checks, not configs
+    infeasible: int = 0    # tiles over the device's limits: never compiled, not configs
 
     @property
     def rows(self) -> int:
-        """configs.parquet rows: configs + control rows."""
-        return self.configs + self.control_rows
+        """configs.parquet rows: configs + control rows + infeasible rows."""
+        return self.configs + self.control_rows + self.infeasible
 
     @classmethod
     def of_statuses(cls, statuses: Mapping[Any, int]) -> ConfigCounts:
         """From rows counted by status (names, or measure.Status: a str enum)."""
         controls = sum(statuses.get(s, 0) for s in CONTROL_STATUSES)
-        return cls(configs=sum(statuses.values()) - controls,
-                   labels=statuses.get(LABEL_STATUS, 0), control_rows=controls)
+        infeasible = statuses.get(INFEASIBLE_STATUS, 0)
+        return cls(configs=sum(statuses.values()) - controls - infeasible,
+                   labels=statuses.get(LABEL_STATUS, 0), control_rows=controls,
+                   infeasible=infeasible)
 
     @classmethod
     def of_rows(cls, statuses: Iterable[str]) -> ConfigCounts:
@@ -59,13 +65,16 @@ class ConfigCounts:
 
     def __add__(self, other: ConfigCounts) -> ConfigCounts:
         return ConfigCounts(self.configs + other.configs, self.labels + other.labels,
-                            self.control_rows + other.control_rows)
+                            self.control_rows + other.control_rows,
+                            self.infeasible + other.infeasible)
 
     def describe(self) -> str:
-        """``6 configs (6 labels) + 1 control row``: the words every command uses."""
+        """``6 configs (6 labels) + 1 control row``: the words every command uses (``+ 2
+        infeasible`` where tiles over the device's limits were left out)."""
         text = f"{_plural(self.configs, 'config')} ({_plural(self.labels, 'label')})"
-        return text + (f" + {_plural(self.control_rows, 'control row')}"
-                       if self.control_rows else "")
+        text += (f" + {_plural(self.control_rows, 'control row')}"
+                 if self.control_rows else "")
+        return text + (f" + {self.infeasible} infeasible" if self.infeasible else "")
 
     def to_json(self) -> dict[str, int]:
         return {**asdict(self), "rows": self.rows}

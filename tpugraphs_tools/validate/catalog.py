@@ -130,6 +130,9 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("dataset.tile_not_as_requested", WARNING, "ok tile configs compiled to another tile than "
                                                "requested (realized matches_request false): "
                                                "their features encode the tile that ran"),
+    ("dataset.tile_infeasible", WARNING, "tile configs over the device's registers or shared "
+                                         "memory (status infeasible): never compiled, counted "
+                                         "apart from compile_error"),
     ("dataset.split_overlap", ERROR, "a program/fingerprint (or official file stem) is in "
                                      "two splits"),
     ("dataset.collection_unknown", ERROR, "cannot tell whether an npz is layout or tile"),

@@ -27,7 +27,7 @@ from tpugraphs_tools.validate.table_checks import FirstRow
 # The configs columns the row rules read: validate holds only these of a part together.
 CONFIG_COLUMNS = ("graph_id", "status", "npz_row", "runtime_min_ns", "honoured", "config",
                   "relative_to_default", "relative_ci_low", "relative_ci_high", "timing_cpus",
-                  "timer", "realized")
+                  "timer", "realized", "error_message")
 TIMED_BY = ("host", "cupti", "profiler")  # configs ``timer`` besides "mixed" (schema enum)
 _NEED = {"graph_id", "status", "npz_row"}
 _LABEL = ("relative_to_default", "relative_ci_low", "relative_ci_high")
@@ -104,6 +104,8 @@ class ConfigRules:
         self.timer: tuple[int, Finding] | None = None  # first graph that mixes timers
         self.tile_ok = 0                                # ok tile rows that say matches_request
         self.tile_other = FirstRow()                    # ... and compiled to another tile
+        self.infeasible = FirstRow()                    # tiles over the device's limits
+        self.compile_errors = 0                         # counted apart from them
 
     def add(self, rows: pl.DataFrame) -> ConfigRefs:
         """Check ``rows`` (every row of each graph in it, in row order, with ``__row``, the
@@ -127,6 +129,9 @@ class ConfigRules:
             self._timer(rows)
         if "realized" in rows.columns:
             self._tile_requests(rows)
+        status = pl.col("status")
+        self.infeasible.add(rows.filter((status == "infeasible").fill_null(False)))
+        self.compile_errors += rows.filter((status == "compile_error").fill_null(False)).height
         with_row = rows.filter(pl.col("npz_row").is_not_null() & pl.col("graph_id").is_not_null())
         self._duplicates(with_row)
         for (gid,), part in with_row.group_by("graph_id"):
@@ -161,6 +166,13 @@ class ConfigRules:
                         f"{self.tile_ok} ok tile configs compiled to another tile than requested "
                         f"(first: graph {row['graph_id']!r}); their features encode the tile "
                         "that ran", self.rel, key="realized", index=row["__row"])
+        if self.infeasible.row is not None:
+            row = self.infeasible.row
+            report.emit("dataset.tile_infeasible", f"{self.infeasible.count} tile configs over "
+                        "the device's limits, never compiled (apart from "
+                        f"{self.compile_errors} compile_error; first: graph {row['graph_id']!r}"
+                        f": {row.get('error_message') or 'no reason given'})", self.rel,
+                        key="status", index=row["__row"])
         if self.duplicate is not None:
             row = self.duplicate
             report.emit("dataset.npz_row_duplicate", f"graph {row['graph_id']!r} npz_row "

@@ -31,6 +31,7 @@ from tpugraphs_tools.measure.engines.base import (
     Traits,
     bind_copies,
 )
+from tpugraphs_tools.measure.kernel_count import KernelCountCheck
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
 from tpugraphs_tools.measure.paired import Placement, time_paired
 from tpugraphs_tools.measure.results import CONTROL, ConfigResult
@@ -60,6 +61,7 @@ class PairedEngine:
         self.runs_per_sample: int | None = None
         self.placement = Placement()
         self.timer: SampleTimer | None = None  # chosen in the first timed window
+        self.timer_fallback: str | None = None  # why host time, where a device timer was asked
 
     def ready(self, info: DefaultInfo) -> DefaultInfo:
         """Nothing to add: compile workers are starting up, no time to time the default."""
@@ -105,6 +107,7 @@ class PairedEngine:
             self.timer, why = choose_timer(self.spec.timer, self.default.run_once)
             if why:
                 print(f"tgt: no device timer ({why}); timing on the host", file=sys.stderr)
+                self.timer_fallback = f"no device timer: {why}"
         waiting = [i for i, item in enumerate(items)
                    if item.result.status == CONTROL or item.result.repeat_of is not None]
 
@@ -113,13 +116,15 @@ class PairedEngine:
                                  self.runs_per_sample or 1, message.context, self.placement,
                                  waiting, [item.result for item in items], seed=loaded.seed,
                                  budget_seconds=message.budget_seconds,
-                                 process_var=message.process_var, timer=timer)
+                                 process_var=message.process_var, timer=timer,
+                                 timer_fallback=self.timer_fallback)
 
         try:
             return label_with(self.timer)
         except DeviceTimerError as exc:  # mid-batch: the whole batch again, on the host
             print(f"tgt: device timer failed ({exc}); timing on the host", file=sys.stderr)
             self.timer = HostTimer()
+            self.timer_fallback = f"device timer failed: {exc}"
             return label_with(self.timer)
 
 
@@ -127,18 +132,22 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                   context: list[tuple[float, float]], placement: Placement, waiting: list[int],
                   results: list[ConfigResult], seed: int | None = None,
                   budget_seconds: float | None = None, process_var: float | None = None,
-                  timer: SampleTimer | None = None) -> list[ConfigResult]:
+                  timer: SampleTimer | None = None, timer_fallback: str | None = None
+                  ) -> list[ConfigResult]:
     """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
     their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
     never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none);
     ``process_var``: the between-process variance the earlier processes measured;
-    ``timer``: how a sample is read (None: the host clock), recorded on every label."""
+    ``timer``: how a sample is read (None: the host clock), recorded on every label with
+    the program's kernels per run (device timers: measure/kernel_count.py);
+    ``timer_fallback``: why the host clock times labels a device timer was asked for."""
     timer = timer or HostTimer()
+    counts = KernelCountCheck(timer)
 
     def sample(i: int, copy: int) -> tuple[float, float]:
         copies = reference if i < 0 else runs[i]
-        return timer.sample(copies[copy % len(copies)], k, spec.prime_runs)
+        return counts.sample(i, copies[copy % len(copies)], k, spec.prime_runs)
 
     # Fewer copies than asked when loading ran out of memory (load_copies).
     rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]),
@@ -160,7 +169,8 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
             relative_to_default=ratio.ratio, relative_ci_low=ratio.low,
             relative_ci_high=ratio.high, rounds=ratio.rounds,
             stop_reason=batch.stop_reason[i], runs_per_sample=k,
-            timed_seconds=batch.seconds[i], timer=timer.name))
+            timed_seconds=batch.seconds[i], timer=timer.name,
+            kernels_per_run=counts.kernels_per_run(i), timer_fallback=timer_fallback))
     return labelled
 
 
