@@ -13,11 +13,16 @@ from tpugraphs_tools.cli._options import (
     deprecated_alias,
     measure_options,
     option,
+    refuse_given,
     resolve_deprecated,
 )
 from tpugraphs_tools.format import KINDS
 
 INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
+# What --plan leaves to the command line: the rest (program and measurement options) is the
+# plan's own, and given as flags too it would be ignored.
+PLAN_FLAGS = {"plan", "out", "backend", "executor", "address", "retry_unmeasured",
+              "keep_source_paths", "verbose"}
 
 
 @click.command("collect", cls=SectionedCommand)
@@ -93,14 +98,21 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
 
     from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
 
-    terminal.warnings(resolve_deprecated(click.get_current_context(), options))
+    ctx = click.get_current_context()
     if status_of is not None:
+        refuse_given(ctx, "--status", {"status_of"}, "which shows a dataset's progress and exits")
         print_status(status_of)
         return
+    if address is not None and executor != "ray":
+        raise click.UsageError("--address is a Ray cluster's: give it with --executor ray")
+    terminal.warnings(resolve_deprecated(ctx, options))
     if plan is not None:
         if programs or hlo_files:
             raise click.UsageError("give either --plan or --program/--hlo, not both")
+        refuse_given(ctx, "--plan", PLAN_FLAGS, "a plan sets these in its defaults or items")
         request = request_from_plan(load_plan_file(plan), source=plan, out=out)
+        if backend is not None:  # like --out, the command line's backend wins
+            request = replace(request, backend=backend)
     else:
         if not programs and not hlo_files:
             raise click.UsageError("give at least one --program or --hlo (or --plan)")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tpugraphs_tools.collect.check import check_request
 from tpugraphs_tools.collect.failures import (
     no_empty_out,
     retried,
@@ -57,6 +58,7 @@ class CollectItem:
     program_args: Any = None               # ProgramArgs (None fields: the preset's defaults)
     options: MeasureOptions | None = None  # layout: None or configs == 0 is graph only
     collection: str = "layout"             # "layout" (whole program) | "tile" (its kernels)
+    where: str | None = None               # the plan item it came from (errors name it)
 
     def __post_init__(self) -> None:
         if (self.program is None) == (self.hlo is None):
@@ -213,6 +215,7 @@ def collect(request: CollectRequest, progress: Progress = lambda _event: None
     """Collect ``request`` into its dataset; ``progress`` sees a :class:`ProgressEvent` at
     every stage and config result (collect/progress.py)."""
     started = time.monotonic()
+    check_request(request)  # every input resolved before anything is lowered or written
     with no_empty_out(request.out), log_workers_to(log_folder(request)):
         summary = _collect(request, ProgressTracker(progress, [_planned(i) for i in
                                                                request.items]))

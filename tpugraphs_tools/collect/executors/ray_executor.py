@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tpugraphs_tools.collect.check import check_request
 from tpugraphs_tools.collect.failures import failure_reason, no_empty_out, unmeasured_rows
 from tpugraphs_tools.collect.graphs import CollectedGraph
 from tpugraphs_tools.collect.journal import ConfigJournal
@@ -123,6 +124,7 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
     except ImportError:
         raise RayUnavailableError("--executor ray needs ray: pip install "
                                   "'tpugraphs-tools[ray]'") from None
+    check_request(request)  # before a cluster is joined or anything measured
     started_here = not ray.is_initialized()
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
