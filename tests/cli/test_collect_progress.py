@@ -100,13 +100,17 @@ class FakeClock:
         return self.now
 
 
-def _row(index: int, ratio: float | None = None, status: str = OK) -> dict[str, Any]:
+def _row(index: int, ratio: float | None = None, status: str = OK,
+         timed: bool = True) -> dict[str, Any]:
+    """A layout row; ``timed``: measured in a timing batch (the default's row and no-ops are
+    settled without one)."""
     ci = (ratio * 0.98, ratio * 1.02) if ratio else (None, None)
     return {"config_index": index, "status": status, "is_default": index == 0,
-            "relative_to_default": ratio, "relative_ci_low": ci[0], "relative_ci_high": ci[1]}
+            "relative_to_default": ratio, "relative_ci_low": ci[0], "relative_ci_high": ci[1],
+            "measure_seconds": 0.5 if timed and index else None}
 
 
-def test_eta_is_unknown_before_the_first_result_then_a_duration() -> None:
+def test_eta_waits_for_the_first_timed_batch_then_counts_down() -> None:
     clock, events = FakeClock(), []
     tracker = ProgressTracker(events.append, [4, 4], clock=clock)
     tracker.begin(0, "a")
@@ -114,8 +118,9 @@ def test_eta_is_unknown_before_the_first_result_then_a_duration() -> None:
     clock.now += 10
     tracker.resumed([])
     assert events[-1].graph_eta_seconds is None and events[-1].run_eta_seconds is None
-    assert "ETA unknown" in bar_lines(events[-1])[0].text
-    tracker.row(_row(0))
+    assert "ETA estimating… (after the first timing batch)" in bar_lines(events[-1])[0].text
+    tracker.row(_row(0))  # the default's row: compiled, not timed, so no rate yet
+    assert events[-1].graph_eta_seconds is None and events[-1].run_eta_seconds is None
     clock.now += 10
     tracker.row(_row(1, 1.2))
     last = events[-1]
@@ -127,6 +132,13 @@ def test_eta_is_unknown_before_the_first_result_then_a_duration() -> None:
     assert graph_line.text.split(" · ")[1] == "ETA 0:20"
     assert run_line.text.split(" · ")[0] == "ETA 1:00"
     assert format_eta(3725) == "ETA 1:02:05"
+    clock.now += 5  # no result for 5 s: the estimate counts down instead of standing still
+    tracker.stage("timing")
+    assert events[-1].graph_eta_seconds == pytest.approx(15)
+    assert events[-1].run_eta_seconds == pytest.approx(55)
+    clock.now += 30  # past the estimate: said so, not a negative time
+    tracker.stage("timing")
+    assert bar_lines(events[-1])[0].text.split(" · ")[1] == "ETA any moment"
 
 
 def test_resumed_rows_are_done_but_not_part_of_the_rate() -> None:
@@ -231,7 +243,8 @@ def _event(**fields: Any) -> ProgressEvent:
                                 configs_done=3, configs_total=12, run_done=3, run_total=24,
                                 labels=3, graph_measured=3, graph_seconds=30.0,
                                 run_measured=3, run_seconds=30.0,
-                                ci_half_width_median=0.0091, pairs_separated=4, pairs=6)
+                                ci_half_width_median=0.0091, pairs_separated=4, pairs=6,
+                                graph_timed=True, run_timed=True)
     return ProgressEvent(**{**base, **fields})
 
 
@@ -251,9 +264,11 @@ def test_the_next_graph_replaces_the_previous_ones_row() -> None:
     with term.bars() as show:
         show(bar_lines(_event(stage="storing")))
         show(bar_lines(_event(stage="lowering", item="gpt", graph_index=2, configs_done=0,
-                              graph_measured=0, ci_half_width_median=None, pairs=0)))
+                              graph_measured=0, ci_half_width_median=None, pairs=0,
+                              graph_timed=False)))
     last = out.getvalue().rsplit("graph 2/2 gpt", 1)[1].splitlines()[0]
-    assert "0/12" in last and "lowering · ETA unknown" in last and "CI" not in last
+    assert "0/12" in last and "CI" not in last
+    assert "lowering · ETA estimating… (after the first timing batch)" in last
 
 
 @pytest.mark.parametrize("console", [

@@ -252,7 +252,8 @@ def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummar
         try:
             result = collect_layout_configs(
                 collected.source.text, collected.source.module,
-                replace(layout, backend=request.backend), done=done, on_row=on_row)
+                replace(layout, backend=request.backend), done=done, on_row=on_row,
+                on_batch=tracker.batch)
         except WorkerError as exc:
             tracker.stage("storing")
             store_unmeasured(dataset, collected, layout, journal, summary, exc)

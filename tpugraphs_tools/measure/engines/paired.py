@@ -32,7 +32,7 @@ from tpugraphs_tools.measure.engines.base import (
     bind_copies,
 )
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
-from tpugraphs_tools.measure.paired import Placement, time_paired
+from tpugraphs_tools.measure.paired import OnRound, Placement, time_paired
 from tpugraphs_tools.measure.results import CONTROL, ConfigResult
 from tpugraphs_tools.measure.sampling import calibrate
 from tpugraphs_tools.measure.timing import Timing
@@ -52,9 +52,10 @@ class PairedEngine:
     traits: ClassVar[Traits] = Traits(repeats_per_batch=REPEATS_PER_BATCH, replicated=True,
                                       budgeted=True)
 
-    def __init__(self, default: DefaultProgram) -> None:
+    def __init__(self, default: DefaultProgram, on_round: OnRound | None = None) -> None:
         self.default = default
         self.spec = default.spec
+        self.on_round = on_round   # a watcher's progress, after every round (round_board.py)
         self.blob = X.serialize_executable(default.executable, default.device)
         self.input_sets = [default.inputs]  # one per loaded copy, grown by the first batch
         self.runs_per_sample: int | None = None
@@ -113,7 +114,8 @@ class PairedEngine:
                                  self.runs_per_sample or 1, message.context, self.placement,
                                  waiting, [item.result for item in items], seed=loaded.seed,
                                  budget_seconds=message.budget_seconds,
-                                 process_var=message.process_var, timer=timer)
+                                 process_var=message.process_var, timer=timer,
+                                 on_round=self.on_round)
 
         try:
             return label_with(self.timer)
@@ -127,13 +129,15 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                   context: list[tuple[float, float]], placement: Placement, waiting: list[int],
                   results: list[ConfigResult], seed: int | None = None,
                   budget_seconds: float | None = None, process_var: float | None = None,
-                  timer: SampleTimer | None = None) -> list[ConfigResult]:
+                  timer: SampleTimer | None = None, on_round: OnRound | None = None
+                  ) -> list[ConfigResult]:
     """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
     their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
     never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none);
     ``process_var``: the between-process variance the earlier processes measured;
-    ``timer``: how a sample is read (None: the host clock), recorded on every label."""
+    ``timer``: how a sample is read (None: the host clock), recorded on every label;
+    ``on_round``: told the rounds done and configs still timed (paired.time_paired)."""
     timer = timer or HostTimer()
 
     def sample(i: int, copy: int) -> tuple[float, float]:
@@ -145,7 +149,7 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                                budget_seconds=budget_seconds, process_var=process_var)
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement,
-                        seed=seed)
+                        seed=seed, on_round=on_round)
     default = Timing.of([round(x) for x in batch.default_ns])
     default_ns = [round(x) for x in batch.default_ns]
     labelled = []
