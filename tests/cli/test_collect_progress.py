@@ -30,7 +30,7 @@ from tpugraphs_tools.collect import (
     format_eta,
 )
 from tpugraphs_tools.collect.progress import ProgressTracker
-from tpugraphs_tools.measure import OK, ConfigResult, Job, StopReason, Timing
+from tpugraphs_tools.measure import OK, BatchProgress, ConfigResult, Job, StopReason, Timing
 from tpugraphs_tools.measure.messages import DefaultInfo
 
 BAR_CHARS = set("━╸╺")
@@ -61,8 +61,12 @@ class FakeMeasurer:
         return DefaultInfo(compile_seconds=0.1, realized={"fingerprint": "default"}, key="d")
 
     def run(self, jobs: Iterable[Job], _known: dict[str, int],
-            record: Callable[[ConfigResult], None], **_kw: Any) -> None:
+            record: Callable[[ConfigResult], None],
+            on_progress: Callable[[BatchProgress], None] | None = None, **_kw: Any) -> None:
         default = Timing(1000, 1000, 0.01, 50)
+        jobs = list(jobs)
+        if on_progress is not None:  # one batch, seen half-way through its rounds
+            on_progress(BatchProgress(1, tuple(j.index for j in jobs), 1, 1, rounds=25))
         for job in jobs:
             ratio = 1 + 0.1 * job.index
             record(ConfigResult(
@@ -70,7 +74,7 @@ class FakeMeasurer:
                 timing=Timing(round(1000 * ratio), round(1000 * ratio), 0.01, 50),
                 default_timing=default, relative_to_default=ratio,
                 relative_ci_low=ratio * 0.99, relative_ci_high=ratio * 1.01, rounds=50,
-                stop_reason=StopReason.PRECISION, compile_seconds=0.1))
+                stop_reason=StopReason.PRECISION, compile_seconds=0.1, measure_seconds=0.01))
 
     def run_control(self, _record: Callable[[ConfigResult], None]) -> None:
         raise AssertionError("every label has an in-window default: no control needed")
@@ -205,6 +209,9 @@ def test_a_collection_reports_every_stage_and_reaches_done_for_every_graph(
         stages = [e.stage for e in mine]
         assert stages[0] == "lowering" and stages[-1] == "storing"
         assert {"featurizing", "compiling", "timing"} <= set(stages)
+        batches = [i for i, e in enumerate(mine) if e.batch is not None]
+        assert batches and mine[batches[0]].batch.rounds == 25  # type: ignore[union-attr]
+        assert mine[batches[-1] + 1].batch is None  # gone once its results come
         assert mine[-1].configs_done == mine[-1].configs_total == 3
         done = [e.configs_done for e in mine]
         assert done == sorted(done)

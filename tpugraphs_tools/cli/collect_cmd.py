@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from tpugraphs_tools.cli._collect_live import run_with_bars
 from tpugraphs_tools.cli._collect_summary import print_status, print_summary
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 from tpugraphs_tools.cli._options import (
@@ -147,5 +148,4 @@ def _run(request: Any, executor: str, address: str | None) -> Any:
     from tpugraphs_tools.collect import bar_lines
     from tpugraphs_tools.collect import collect as run_collect
 
-    with terminal.bars() as show:
-        return run_collect(request, progress=lambda event: show(bar_lines(event)))
+    return run_with_bars(lambda progress: run_collect(request, progress=progress), bar_lines)

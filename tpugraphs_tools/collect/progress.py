@@ -206,6 +206,8 @@ class ProgressTracker:
         result of one of its configs comes."""
         graph = self._current()
         graph.stage, graph.batch = "timing", progress
+        if not graph.kernel_target:  # a tile kernel's name stays; "configs" (compiling) goes
+            graph.detail = ""
         self._emit()
 
     def resumed(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -215,10 +217,15 @@ class ProgressTracker:
         self._emit()
 
     def row(self, row: Mapping[str, Any]) -> None:
-        """A layout config row measured now (control and repeat rows are not configs)."""
+        """A layout config row measured now (control and repeat rows are not configs). A row
+        settled without timing (the default's, a no-op, a compile error) means configs are
+        still compiling; a timed one, that timing is under way."""
         graph = self._current()
-        if graph.stage != "timing":
+        timed = row.get("measure_seconds") is not None
+        if timed and graph.stage != "timing":
             graph.stage, graph.detail = "timing", ""
+        elif not timed and graph.batch is None and not graph.timed:
+            graph.stage, graph.detail = "compiling", "configs"
         if graph.batch is not None and row.get("config_index") in graph.batch.indices:
             graph.batch = None  # its results are coming in
         if self._count(row, measured=True):
