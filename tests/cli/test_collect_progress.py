@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -289,3 +290,61 @@ def test_no_bar_where_the_spinner_is_not_drawn_either(console: Console) -> None:
     with term.bars() as show:
         show(bar_lines(_event()))
     assert console.file.getvalue() == ""  # type: ignore[attr-defined]
+
+
+def test_the_first_batch_moves_the_bar_and_no_eta_is_shown_until_it_is_timed() -> None:
+    # Seen on resnet50 (2 cores): `1/20 … ETA 4:22` unchanged from 0:19 to 5:27, an ETA made
+    # from the default's row alone, then a jump to 17/20 when the first batch came back.
+    clock, events = FakeClock(), []
+    tracker = ProgressTracker(events.append, [20], clock=clock)
+    tracker.begin(0, "resnet50")
+    tracker.stage("compiling", "the default config")
+    clock.now += 19
+    tracker.row(_row(0, timed=False))  # the default: compiled and checked, not timed
+    batch = tuple(range(1, 17))
+    term, out = _terminal()
+    texts = []
+    with term.bars() as show:
+        for rounds, settled, process in [(0, 0, 0), (0, 0, 1), (40, 0, 1), (120, 3, 1),
+                                         (60, 2, 3)]:
+            clock.now += 60
+            tracker.batch(BatchProgress(1, batch, 4, process, rounds=rounds, settled=settled))
+            show(bar_lines(events[-1]))
+            texts.append(bar_lines(events[-1])[0].text)
+        shown = out.getvalue()
+        assert len(set(texts)) == len(texts)  # every report says something new
+        assert texts[0].startswith("timing batch 1 (16 configs) · loading · ")
+        assert "process 1/4 · warming up" in texts[1]
+        assert "process 1/4 · round 40 · 0/16 settled" in texts[2]
+        assert "process 3/4 · round 60 · 2/16 settled" in texts[4]
+        assert all("ETA estimating… (after batch 1)" in t for t in texts)
+        assert not re.search(r"ETA \d", shown)  # no number until a batch was timed
+        clock.now += 7
+        for index in batch:  # the batch's results: 17 configs measured in 326 s
+            tracker.row(_row(index, 1 + index / 100))
+        show(bar_lines(events[-1]))
+    last = events[-1]
+    assert last.batch is None and last.configs_done == 17
+    assert last.graph_eta_seconds == pytest.approx(3 * 326 / 17)
+    assert f"timing · {format_eta(3 * 326 / 17)} · " in bar_lines(last)[0].text
+
+
+def test_ctrl_c_is_acknowledged_at_once_with_what_is_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpugraphs_tools.cli import _collect_live
+
+    err = io.StringIO()
+    monkeypatch.setattr(_collect_live, "terminal", Terminal(
+        Console(file=io.StringIO(), width=160), Console(file=err, width=200)))
+    event = _event(run_done=7, run_total=20,
+                   batch=BatchProgress(2, (8, 9, 10), 4, 2, rounds=12))
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt), _collect_live.acknowledged_interrupt(
+            lambda: _collect_live.stopping_line(event)):
+        signal.raise_signal(signal.SIGINT)
+        pytest.fail("Ctrl-C did not stop the block")
+    assert err.getvalue().strip() == (
+        "stopping: 7 of 20 config rows kept (committed or journaled); the batch being timed "
+        "is dropped; the same command resumes")
+    assert signal.getsignal(signal.SIGINT) is before
+    assert _collect_live.stopping_line(None) == "stopping: nothing measured yet"

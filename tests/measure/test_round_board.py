@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_paired import fake_sampler
 
 from tpugraphs_tools.measure import BatchProgress, MeasureOptions
 from tpugraphs_tools.measure.paired import StopRule, time_paired
@@ -13,8 +14,6 @@ from tpugraphs_tools.measure.pipeline_state import PipelineOptions
 from tpugraphs_tools.measure.round_board import Reading, RoundBoard, batch_progress
 from tpugraphs_tools.measure.timing import time_batch
 from tpugraphs_tools.measure.worker_slots import WorkerSlots
-
-from test_paired import fake_sampler
 
 
 def test_time_paired_reports_every_round_and_the_configs_still_timed() -> None:

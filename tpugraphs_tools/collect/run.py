@@ -58,7 +58,8 @@ class CollectItem:
     program_args: Any = None               # ProgramArgs (None fields: the preset's defaults)
     options: MeasureOptions | None = None  # layout: None or configs == 0 is graph only
     collection: str = "layout"             # "layout" (whole program) | "tile" (its kernels)
-    where: str | None = None               # the plan item it came from (errors name it)
+    # the plan item it came from (errors name it); not part of what is collected
+    where: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if (self.program is None) == (self.hlo is None):
