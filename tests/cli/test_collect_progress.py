@@ -313,7 +313,8 @@ def test_the_first_batch_moves_the_bar_and_no_eta_is_shown_until_it_is_timed() -
             texts.append(bar_lines(events[-1])[0].text)
         shown = out.getvalue()
         assert len(set(texts)) == len(texts)  # every report says something new
-        assert texts[0].startswith("timing batch 1 (16 configs) · loading · ")
+        assert texts[0].startswith("timing batch 1 (16 configs) · loading (0/4 processes "
+                                   "ready) · ")
         assert "process 1/4 · warming up" in texts[1]
         assert "process 1/4 · round 40 · 0/16 settled" in texts[2]
         assert "process 3/4 · round 60 · 2/16 settled" in texts[4]

@@ -40,16 +40,20 @@ def test_a_board_carries_a_workers_rounds_to_the_parent() -> None:
     board.round(0, 16)
     board.round(312, 11)
     assert board.read() == Reading(True, 312, 11)
-    board.idle()
-    assert not board.read().timing
+    board.idle()  # its rounds are over: the counts stay for the parent's last look
+    assert board.read() == Reading(False, 312, 11)
+    board.begin()  # the next batch warms up
+    assert board.read() == Reading(False, 0, 11)
 
 
 def test_batch_progress_from_the_processes_timing_now() -> None:
     indices = tuple(range(1, 17))
-    loading = batch_progress(1, indices, 4, [], [])
-    assert (loading.process, loading.rounds, loading.configs) == (0, 0, 16)
+    loading = batch_progress(1, indices, 4, [], [], loaded=3)
+    assert (loading.process, loading.rounds, loading.configs, loading.loaded) == (0, 0, 16, 3)
     warming = batch_progress(1, indices, 4, [1], [Reading(False, 0, 0)])
     assert (warming.process, warming.rounds) == (2, 0)
+    finished = batch_progress(1, indices, 4, [1], [Reading(False, 9, 0)])
+    assert (finished.rounds, finished.settled) == (9, 16)  # not "warming up" again
     # two lanes at once: the slower one's rounds, the fewer configs settled
     both = batch_progress(2, indices, 4, [2, 3], [Reading(True, 40, 10), Reading(True, 35, 12)])
     assert both == BatchProgress(2, indices, 4, 3, lanes=2, rounds=35, settled=4)

@@ -135,7 +135,9 @@ def describe_batch(batch: BatchProgress) -> str:
     batch out now stands (its results come only at its end)."""
     head = f"batch {batch.number} ({batch.configs} config{'s' if batch.configs != 1 else ''})"
     if batch.process == 0:
-        return f"{head} · loading"
+        ready = f" ({batch.loaded}/{batch.processes} processes ready)" \
+            if batch.processes > 1 else ""
+        return f"{head} · loading{ready}"
     last = batch.process + batch.lanes - 1
     who = (f"process {batch.process}" if last == batch.process
            else f"processes {batch.process}-{last}")

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 
 from tpugraphs_tools.measure.compile_side import CompileSide, OnResult
 from tpugraphs_tools.measure.messages import (
@@ -177,7 +177,7 @@ class PipelinedMeasurer(CompileSide):
         failed: dict[int, tuple[str, str]] = {}
         for phase, measure in enumerate(self._measures):
             assert measure is not None
-            if not measure.conn.poll(max(0.0, deadline - time.monotonic())):
+            if not self._loaded(measure.conn, deadline, state):
                 failed[phase] = (TIMEOUT, f"no batch loaded within {self.opts.timeout_s:.0f}"
                                           " s per config; worker killed")
                 continue
@@ -199,6 +199,18 @@ class PipelinedMeasurer(CompileSide):
         state.batch = []
         return False
 
+    def _loaded(self, conn: Connection, deadline: float, state: RunState) -> bool:
+        """Whether a process answered "loaded" by ``deadline``; reports the batch while it
+        waits (the processes load at once: tens of seconds for a large graph)."""
+        while True:
+            left = deadline - time.monotonic()
+            step = min(left, PROGRESS_EVERY_S) if self._on_progress is not None else left
+            if conn.poll(max(0.0, step)):
+                return True
+            if left <= step:
+                return False
+            self._report(state)
+
     def _wait(self, state: RunState) -> Sequence[object] | None:
         """Wait for a worker's message or the nearest deadline; None when nothing is out."""
         conns = [self._compilers[s].conn for s in state.compiling]
@@ -218,7 +230,8 @@ class PipelinedMeasurer(CompileSide):
             return
         self._on_progress(batch_progress(
             self.batches, tuple(item.index for item in state.batch), self.processes,
-            self._timing, [self._boards[p].read() for p in self._timing]))
+            self._timing, [self._boards[p].read() for p in self._timing],
+            loaded=len(self._holding)))
 
     def _receive_timed(self, state: RunState, ready: Sequence[object],
                        on_result: OnResult) -> None:

@@ -35,6 +35,11 @@ class RoundBoard:
         self._cells: Any = RawArray("q", 3)
 
     # -- the measurement process -------------------------------------------------------------
+    def begin(self) -> None:
+        """A batch's warm-up starts: no rounds yet."""
+        self._cells[_TIMING] = 0
+        self._cells[_ROUNDS] = 0
+
     def round(self, rounds: int, active: int) -> None:
         """After round ``rounds`` (0: before the first), ``active`` configs still timed."""
         self._cells[_ROUNDS] = rounds
@@ -42,7 +47,7 @@ class RoundBoard:
         self._cells[_TIMING] = 1
 
     def idle(self) -> None:
-        """The batch's rounds are over (or not begun: loading, warming up)."""
+        """The batch's rounds are over; its counts stay until the next :meth:`begin`."""
         self._cells[_TIMING] = 0
 
     # -- the parent ------------------------------------------------------------------------
@@ -62,6 +67,7 @@ class BatchProgress:
     lanes: int = 1               # processes timing it at once
     rounds: int = 0              # rounds the process(es) timing it now have done
     settled: int = 0             # of its configs, those that need no more rounds there
+    loaded: int = 0              # while loading: the processes that hold it loaded
 
     @property
     def configs(self) -> int:
@@ -69,13 +75,14 @@ class BatchProgress:
 
 
 def batch_progress(number: int, indices: tuple[int, ...], processes: int, timing: list[int],
-                   readings: list[Reading]) -> BatchProgress:
+                   readings: list[Reading], loaded: int = 0) -> BatchProgress:
     """What the processes timing now (``timing``, 0-based slots, and their ``readings``)
-    say; before any of them has begun its rounds, the batch is loading."""
-    started = [r for r in readings if r.timing]
+    say; before any of them has begun its rounds, the batch is loading (in ``loaded``
+    processes so far) or warming up."""
+    started = [r for r in readings if r.timing or r.rounds]
     if not timing or not started:
         return BatchProgress(number, indices, processes, timing[0] + 1 if timing else 0,
-                             max(1, len(timing)))
+                             max(1, len(timing)), loaded=0 if timing else loaded)
     active = max(r.active for r in started)
     return BatchProgress(number, indices, processes, timing[0] + 1, len(timing),
                          rounds=min(r.rounds for r in started),

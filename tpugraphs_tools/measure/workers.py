@@ -251,6 +251,8 @@ def _time_batch(batch: _Loaded, engine: Engine, cpus: set[int] | None = None,
     start = time.perf_counter()
     labelled: list[ConfigResult] = []
     paused = 0.0
+    if board is not None:
+        board.begin()
     with pinned(cpus):
         timing_cpus = len(available_cpus())   # what this process may run on while timing
         if batch.loaded is not None:
