@@ -23,20 +23,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_kill_resume import HLO  # the same small convnet
 
 from tpugraphs_tools.validate import validate_path
 
-HLO = """
-HloModule convnet
-ENTRY main {
-  x = f32[2,16,16,8]{3,2,1,0} parameter(0)
-  w = f32[3,3,8,16]{3,2,1,0} parameter(1)
-  c = f32[2,16,16,16]{3,2,1,0} convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
-  r = f32[2,4096]{1,0} reshape(c)
-  m = f32[4096,8]{1,0} parameter(2)
-  ROOT d = f32[2,8]{1,0} dot(r, m), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-}
-"""
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[a-zA-Z]")
 ROUND = re.compile(r"timing batch 1 \(\d+ configs\) · process \d/2 · round (\d+)")
 # Before: a measurement process in the middle of a batch was given 10 s to exit, and then
