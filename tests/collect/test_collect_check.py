@@ -150,3 +150,16 @@ def test_the_command_lines_backend_wins_over_the_plans(tmp_path: Path,
                                        "--out", str(tmp_path / "d")])
     assert result.exit_code == 0, result.output
     assert seen[0].backend == "cpu"
+
+
+def test_a_program_that_cannot_be_built_here_fails_first(monkeypatch: pytest.MonkeyPatch,
+                                                         nothing_runs: None) -> None:
+    from tpugraphs_tools.programs import list_programs
+
+    catalog = next(p.name for p in list_programs("keras_hub") if not p.unavailable)
+    monkeypatch.setattr("tpugraphs_tools.programs.catalog._backend.keras_hub_version",
+                        lambda: None)
+    request = request_from_plan({"items": [{"program": catalog, "preset": "tiny"}]}, source="p")
+    with pytest.raises(CollectError, match=rf"^p: items\[0\]: {catalog} needs keras-hub, not "
+                                           r"installed: pip install"):
+        collect(request)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tpugraphs_tools.errors import CollectError, HloError, ProgramError
+from tpugraphs_tools.errors import CollectError, HloError, InstallError, ProgramError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import check_file
 
@@ -28,7 +28,7 @@ def check_request(request: CollectRequest) -> None:
     for item in request.items:
         try:
             check_item(item)
-        except (HloError, ProgramError, CollectError) as exc:
+        except (HloError, ProgramError, InstallError, CollectError) as exc:
             problems.append(f"{item.where}: {exc}" if item.where else str(exc))
     if problems:
         more = len(problems) - 1
@@ -39,13 +39,16 @@ def check_request(request: CollectRequest) -> None:
 
 def check_item(item: CollectItem) -> None:
     """Resolve one item's input: its HLO file read and parsed by tgt's own parser, or its
-    program found (a ``module:fn`` imported) with its preset and arguments."""
+    program found (a ``module:fn`` imported) and buildable here, with its preset and
+    arguments."""
     from tpugraphs_tools.collect.run import resolve_args
+    from tpugraphs_tools.programs import check_buildable, get_program
 
     if item.hlo is not None:
         check_file(item.hlo)
     else:
         resolve_args(item.program_name, item.program_args)
+        check_buildable(get_program(item.program_name))
 
 
 def _check_backend(request: CollectRequest) -> None:

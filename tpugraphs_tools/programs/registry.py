@@ -35,9 +35,9 @@ from typing import Any
 
 import jax
 
+from tpugraphs_tools.errors import InstallError, ProgramError, UnknownProgramError, did_you_mean
 from tpugraphs_tools.errors import ProgramArgsError as ProgramArgsError
 from tpugraphs_tools.errors import UnknownPresetError as UnknownPresetError
-from tpugraphs_tools.errors import UnknownProgramError, did_you_mean
 
 DTYPES = ("float32", "bfloat16")
 MODES = ("infer", "train")
@@ -127,6 +127,19 @@ def check_args(program: Program, args: ProgramArgs) -> None:
         raise UnknownPresetError(f"mode {args.mode!r} not supported; choose one of {MODES}")
     if args.batch < 1:
         raise ProgramArgsError(f"batch must be >= 1, got {args.batch}")
+
+
+def check_buildable(program: Program) -> None:
+    """Raise now what building ``program`` would raise only when it is lowered: an entry broken
+    on the supported versions, or a catalog program without its extra (found without
+    importing keras)."""
+    if program.unavailable:
+        raise ProgramError(f"{program.name} cannot be built: {program.unavailable}")
+    if program.origin == "keras_hub":
+        from tpugraphs_tools.programs.catalog._backend import INSTALL_HINT, keras_hub_version
+
+        if keras_hub_version() is None:
+            raise InstallError(f"{program.name} needs keras-hub, not installed: {INSTALL_HINT}")
 
 
 def default_args(program: Program | str, preset: str = "base", **overrides: Any) -> ProgramArgs:
