@@ -41,6 +41,9 @@ Tree::
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class TgtError(Exception):
     """Base class of every error tgt raises on purpose."""
@@ -223,3 +226,17 @@ class TablePartError(ValidateError):
 
 class TableConvertError(ValidateError):
     """Raised for a Parquet batch that reads but cannot become a table (mixed or odd types)."""
+
+
+# -- messages ---------------------------------------------------------------------------------
+
+
+def did_you_mean(word: str, choices: Iterable[str], limit: int = 3) -> str:
+    """``"; did you mean resnet50, resnet18?"`` for the ``choices`` nearest ``word`` (case
+    ignored), or ``""``: the tail of a one-line error about an unknown name, so a typo is
+    answered with the fix instead of a list of every name."""
+    by_folded: dict[str, str] = {}
+    for choice in choices:
+        by_folded.setdefault(choice.casefold(), choice)
+    near = difflib.get_close_matches(word.casefold(), list(by_folded), n=limit, cutoff=0.6)
+    return f"; did you mean {', '.join(by_folded[n] for n in near)}?" if near else ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from tpugraphs_tools.collect import (
     format_eta,
 )
 from tpugraphs_tools.collect.progress import ProgressTracker
-from tpugraphs_tools.measure import OK, ConfigResult, Job, StopReason, Timing
+from tpugraphs_tools.measure import OK, BatchProgress, ConfigResult, Job, StopReason, Timing
 from tpugraphs_tools.measure.messages import DefaultInfo
 
 BAR_CHARS = set("━╸╺")
@@ -61,8 +62,12 @@ class FakeMeasurer:
         return DefaultInfo(compile_seconds=0.1, realized={"fingerprint": "default"}, key="d")
 
     def run(self, jobs: Iterable[Job], _known: dict[str, int],
-            record: Callable[[ConfigResult], None], **_kw: Any) -> None:
+            record: Callable[[ConfigResult], None],
+            on_progress: Callable[[BatchProgress], None] | None = None, **_kw: Any) -> None:
         default = Timing(1000, 1000, 0.01, 50)
+        jobs = list(jobs)
+        if on_progress is not None:  # one batch, seen half-way through its rounds
+            on_progress(BatchProgress(1, tuple(j.index for j in jobs), 1, 1, rounds=25))
         for job in jobs:
             ratio = 1 + 0.1 * job.index
             record(ConfigResult(
@@ -70,7 +75,7 @@ class FakeMeasurer:
                 timing=Timing(round(1000 * ratio), round(1000 * ratio), 0.01, 50),
                 default_timing=default, relative_to_default=ratio,
                 relative_ci_low=ratio * 0.99, relative_ci_high=ratio * 1.01, rounds=50,
-                stop_reason=StopReason.PRECISION, compile_seconds=0.1))
+                stop_reason=StopReason.PRECISION, compile_seconds=0.1, measure_seconds=0.01))
 
     def run_control(self, _record: Callable[[ConfigResult], None]) -> None:
         raise AssertionError("every label has an in-window default: no control needed")
@@ -100,13 +105,17 @@ class FakeClock:
         return self.now
 
 
-def _row(index: int, ratio: float | None = None, status: str = OK) -> dict[str, Any]:
+def _row(index: int, ratio: float | None = None, status: str = OK,
+         timed: bool = True) -> dict[str, Any]:
+    """A layout row; ``timed``: measured in a timing batch (the default's row and no-ops are
+    settled without one)."""
     ci = (ratio * 0.98, ratio * 1.02) if ratio else (None, None)
     return {"config_index": index, "status": status, "is_default": index == 0,
-            "relative_to_default": ratio, "relative_ci_low": ci[0], "relative_ci_high": ci[1]}
+            "relative_to_default": ratio, "relative_ci_low": ci[0], "relative_ci_high": ci[1],
+            "measure_seconds": 0.5 if timed and index else None}
 
 
-def test_eta_is_unknown_before_the_first_result_then_a_duration() -> None:
+def test_eta_waits_for_the_first_timed_batch_then_counts_down() -> None:
     clock, events = FakeClock(), []
     tracker = ProgressTracker(events.append, [4, 4], clock=clock)
     tracker.begin(0, "a")
@@ -114,8 +123,9 @@ def test_eta_is_unknown_before_the_first_result_then_a_duration() -> None:
     clock.now += 10
     tracker.resumed([])
     assert events[-1].graph_eta_seconds is None and events[-1].run_eta_seconds is None
-    assert "ETA unknown" in bar_lines(events[-1])[0].text
-    tracker.row(_row(0))
+    assert "ETA estimating… (after the first timing batch)" in bar_lines(events[-1])[0].text
+    tracker.row(_row(0))  # the default's row: compiled, not timed, so no rate yet
+    assert events[-1].graph_eta_seconds is None and events[-1].run_eta_seconds is None
     clock.now += 10
     tracker.row(_row(1, 1.2))
     last = events[-1]
@@ -127,6 +137,13 @@ def test_eta_is_unknown_before_the_first_result_then_a_duration() -> None:
     assert graph_line.text.split(" · ")[1] == "ETA 0:20"
     assert run_line.text.split(" · ")[0] == "ETA 1:00"
     assert format_eta(3725) == "ETA 1:02:05"
+    clock.now += 5  # no result for 5 s: the estimate counts down instead of standing still
+    tracker.stage("timing")
+    assert events[-1].graph_eta_seconds == pytest.approx(15)
+    assert events[-1].run_eta_seconds == pytest.approx(55)
+    clock.now += 30  # past the estimate: said so, not a negative time
+    tracker.stage("timing")
+    assert bar_lines(events[-1])[0].text.split(" · ")[1] == "ETA any moment"
 
 
 def test_resumed_rows_are_done_but_not_part_of_the_rate() -> None:
@@ -193,6 +210,9 @@ def test_a_collection_reports_every_stage_and_reaches_done_for_every_graph(
         stages = [e.stage for e in mine]
         assert stages[0] == "lowering" and stages[-1] == "storing"
         assert {"featurizing", "compiling", "timing"} <= set(stages)
+        batches = [i for i, e in enumerate(mine) if e.batch is not None]
+        assert batches and mine[batches[0]].batch.rounds == 25  # type: ignore[union-attr]
+        assert mine[batches[-1] + 1].batch is None  # gone once its results come
         assert mine[-1].configs_done == mine[-1].configs_total == 3
         done = [e.configs_done for e in mine]
         assert done == sorted(done)
@@ -231,7 +251,8 @@ def _event(**fields: Any) -> ProgressEvent:
                                 configs_done=3, configs_total=12, run_done=3, run_total=24,
                                 labels=3, graph_measured=3, graph_seconds=30.0,
                                 run_measured=3, run_seconds=30.0,
-                                ci_half_width_median=0.0091, pairs_separated=4, pairs=6)
+                                ci_half_width_median=0.0091, pairs_separated=4, pairs=6,
+                                graph_timed=True, run_timed=True)
     return ProgressEvent(**{**base, **fields})
 
 
@@ -251,9 +272,11 @@ def test_the_next_graph_replaces_the_previous_ones_row() -> None:
     with term.bars() as show:
         show(bar_lines(_event(stage="storing")))
         show(bar_lines(_event(stage="lowering", item="gpt", graph_index=2, configs_done=0,
-                              graph_measured=0, ci_half_width_median=None, pairs=0)))
+                              graph_measured=0, ci_half_width_median=None, pairs=0,
+                              graph_timed=False)))
     last = out.getvalue().rsplit("graph 2/2 gpt", 1)[1].splitlines()[0]
-    assert "0/12" in last and "lowering · ETA unknown" in last and "CI" not in last
+    assert "0/12" in last and "CI" not in last
+    assert "lowering · ETA estimating… (after the first timing batch)" in last
 
 
 @pytest.mark.parametrize("console", [
@@ -267,3 +290,62 @@ def test_no_bar_where_the_spinner_is_not_drawn_either(console: Console) -> None:
     with term.bars() as show:
         show(bar_lines(_event()))
     assert console.file.getvalue() == ""  # type: ignore[attr-defined]
+
+
+def test_the_first_batch_moves_the_bar_and_no_eta_is_shown_until_it_is_timed() -> None:
+    # Seen on resnet50 (2 cores): `1/20 … ETA 4:22` unchanged from 0:19 to 5:27, an ETA made
+    # from the default's row alone, then a jump to 17/20 when the first batch came back.
+    clock, events = FakeClock(), []
+    tracker = ProgressTracker(events.append, [20], clock=clock)
+    tracker.begin(0, "resnet50")
+    tracker.stage("compiling", "the default config")
+    clock.now += 19
+    tracker.row(_row(0, timed=False))  # the default: compiled and checked, not timed
+    batch = tuple(range(1, 17))
+    term, out = _terminal()
+    texts = []
+    with term.bars() as show:
+        for rounds, settled, process in [(0, 0, 0), (0, 0, 1), (40, 0, 1), (120, 3, 1),
+                                         (60, 2, 3)]:
+            clock.now += 60
+            tracker.batch(BatchProgress(1, batch, 4, process, rounds=rounds, settled=settled))
+            show(bar_lines(events[-1]))
+            texts.append(bar_lines(events[-1])[0].text)
+        shown = out.getvalue()
+        assert len(set(texts)) == len(texts)  # every report says something new
+        assert texts[0].startswith("timing batch 1 (16 configs) · loading (0/4 processes "
+                                   "ready) · ")
+        assert "process 1/4 · warming up" in texts[1]
+        assert "process 1/4 · round 40 · 0/16 settled" in texts[2]
+        assert "process 3/4 · round 60 · 2/16 settled" in texts[4]
+        assert all("ETA estimating… (after batch 1)" in t for t in texts)
+        assert not re.search(r"ETA \d", shown)  # no number until a batch was timed
+        clock.now += 7
+        for index in batch:  # the batch's results: 17 configs measured in 326 s
+            tracker.row(_row(index, 1 + index / 100))
+        show(bar_lines(events[-1]))
+    last = events[-1]
+    assert last.batch is None and last.configs_done == 17
+    assert last.graph_eta_seconds == pytest.approx(3 * 326 / 17)
+    assert f"timing · {format_eta(3 * 326 / 17)} · " in bar_lines(last)[0].text
+
+
+def test_ctrl_c_is_acknowledged_at_once_with_what_is_kept(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tpugraphs_tools.cli import _collect_live
+
+    err = io.StringIO()
+    monkeypatch.setattr(_collect_live, "terminal", Terminal(
+        Console(file=io.StringIO(), width=160), Console(file=err, width=200)))
+    event = _event(run_done=7, run_total=20,
+                   batch=BatchProgress(2, (8, 9, 10), 4, 2, rounds=12))
+    before = signal.getsignal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt), _collect_live.acknowledged_interrupt(
+            lambda: _collect_live.stopping_line(event)):
+        signal.raise_signal(signal.SIGINT)
+        pytest.fail("Ctrl-C did not stop the block")
+    assert err.getvalue().strip() == (
+        "stopping: 7 of 20 config rows kept (committed or journaled); the batch being timed "
+        "is dropped; the same command resumes")
+    assert signal.getsignal(signal.SIGINT) is before
+    assert _collect_live.stopping_line(None) == "stopping: nothing measured yet"

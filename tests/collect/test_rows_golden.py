@@ -112,8 +112,8 @@ class _Measurer:
     def start(self) -> DefaultInfo:
         return DefaultInfo(compile_seconds=0.125, realized=_realized("fp0"), key="k0")
 
-    def run(self, jobs: Any, known: dict[str, int], on_result: Any, context: Any = None
-            ) -> None:
+    def run(self, jobs: Any, known: dict[str, int], on_result: Any, context: Any = None,
+            on_progress: Any = None) -> None:
         indices = {job.index for job in jobs}
         for result in self.results:
             if result.index in indices or result.status in (REPEAT, CONTROL):

@@ -75,18 +75,24 @@ def test_required_programs_registered():
         assert p.description
 
 
-def test_unknown_program_lists_known_names():
+def test_unknown_program_names_the_nearest_ones_in_one_short_line():
     with pytest.raises(UnknownProgramError) as err:
-        get_program("no_such_net")
+        get_program("ResNt50")
     assert isinstance(err.value, KeyError)
-    assert "resnet50" in str(err.value)
+    message = str(err.value)
+    assert message.startswith("unknown program 'ResNt50'; did you mean resnet50")
+    assert len(message) < 200 and "`tgt programs` lists all" in message  # not every name
+    with pytest.raises(UnknownProgramError, match=r"'no_such_net' \(`tgt programs`"):
+        get_program("no_such_net")  # nothing near: no suggestion
     with pytest.raises(UnknownProgramError):
         get_program("no_such_module_xyz:make_fn")
-    with pytest.raises(UnknownProgramError):
-        get_program("examples.my_program:no_such_fn")
+    with pytest.raises(UnknownProgramError, match="did you mean make_fn"):
+        get_program("examples.my_program:make_fun")
 
 
 def test_unknown_preset_rejected():
+    with pytest.raises(UnknownPresetError, match="did you mean tiny"):
+        lower(get_program("mlp"), ProgramArgs(preset="tine"))
     with pytest.raises(UnknownPresetError, match="tiny"):
         lower(get_program("mlp"), ProgramArgs(preset="huge"))
     with pytest.raises(UnknownPresetError):

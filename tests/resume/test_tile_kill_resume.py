@@ -99,7 +99,7 @@ def test_tile_sigkill_after_first_kernel_then_rerun_equals_uninterrupted(referen
     final = {(r["graph_id"], r["config_index"]): r for r in everything.to_dicts()}
     for key, row in journaled.items():
         assert final[key]["compile_seconds"] == row["compile_seconds"], key
-    assert not (out / ".tgt-work").exists()
+    assert not (out / ".tgt-work").exists(), sorted(p.name for p in (out / ".tgt-work").iterdir())
     report = validate_path(out)
     # An A/A control outside its CI is what the cheapest timing can give: not about resume.
     findings = [f for f in report.findings if f.check != "dataset.control_outside_ci"]

@@ -7,7 +7,7 @@ and a plan key, a flag and a Python caller are held to the same checks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 import click
@@ -89,6 +89,16 @@ def resolve_deprecated(ctx: click.Context, values: dict[str, Any]) -> list[str]:
         warnings.append(f"{old} is deprecated and will be removed in the next release; "
                         f"use {new}")
     return warnings
+
+
+def refuse_given(ctx: click.Context, flag: str, allowed: Collection[str], why: str) -> None:
+    """A usage error naming the options given on the command line besides ``allowed``
+    (parameter names) where ``flag`` makes them do nothing: they would be ignored silently."""
+    given = [p.opts[0] for p in ctx.command.params
+             if p.name not in allowed and p.name is not None
+             and ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE]
+    if given:
+        raise click.UsageError(f"{', '.join(given)} cannot be combined with {flag} ({why})")
 
 
 def measure_options(f: F) -> F:

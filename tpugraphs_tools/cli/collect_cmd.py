@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from tpugraphs_tools.cli._collect_live import run_with_bars
 from tpugraphs_tools.cli._collect_summary import print_status, print_summary
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 from tpugraphs_tools.cli._options import (
@@ -13,11 +14,16 @@ from tpugraphs_tools.cli._options import (
     deprecated_alias,
     measure_options,
     option,
+    refuse_given,
     resolve_deprecated,
 )
 from tpugraphs_tools.format import KINDS
 
 INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
+# What --plan leaves to the command line: the rest (program and measurement options) is the
+# plan's own, and given as flags too it would be ignored.
+PLAN_FLAGS = {"plan", "out", "backend", "executor", "address", "retry_unmeasured",
+              "keep_source_paths", "verbose"}
 
 
 @click.command("collect", cls=SectionedCommand)
@@ -93,14 +99,21 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
 
     from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
 
-    terminal.warnings(resolve_deprecated(click.get_current_context(), options))
+    ctx = click.get_current_context()
     if status_of is not None:
+        refuse_given(ctx, "--status", {"status_of"}, "which shows a dataset's progress and exits")
         print_status(status_of)
         return
+    if address is not None and executor != "ray":
+        raise click.UsageError("--address is a Ray cluster's: give it with --executor ray")
+    terminal.warnings(resolve_deprecated(ctx, options))
     if plan is not None:
         if programs or hlo_files:
             raise click.UsageError("give either --plan or --program/--hlo, not both")
+        refuse_given(ctx, "--plan", PLAN_FLAGS, "a plan sets these in its defaults or items")
         request = request_from_plan(load_plan_file(plan), source=plan, out=out)
+        if backend is not None:  # like --out, the command line's backend wins
+            request = replace(request, backend=backend)
     else:
         if not programs and not hlo_files:
             raise click.UsageError("give at least one --program or --hlo (or --plan)")
@@ -135,5 +148,4 @@ def _run(request: Any, executor: str, address: str | None) -> Any:
     from tpugraphs_tools.collect import bar_lines
     from tpugraphs_tools.collect import collect as run_collect
 
-    with terminal.bars() as show:
-        return run_collect(request, progress=lambda event: show(bar_lines(event)))
+    return run_with_bars(lambda progress: run_collect(request, progress=progress), bar_lines)

@@ -41,6 +41,7 @@ from tpugraphs_tools.measure import (
     NOOP,
     OK,
     REPEAT,
+    BatchProgress,
     ConfigResult,
     Job,
     MeasureOptions,
@@ -102,13 +103,15 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
                            configs: list[LayoutConfig] | None = None,
                            done: Mapping[int, Mapping[str, Any]] | None = None,
                            on_row: Callable[[ConfigRow], None] = lambda _row: None,
+                           on_batch: Callable[[BatchProgress], None] | None = None,
                            ) -> LayoutResult:
     """Apply, compile and time the configs of one module.
 
     ``configs`` defaults to ``opts.configs`` generated ones (an explicit list must start with
     the default config). ``done`` holds rows measured by an interrupted run (journal lines or
     committed rows): they are kept and not measured again. ``on_row`` sees every new row as
-    soon as it exists (the journal).
+    soon as it exists (the journal); ``on_batch`` where the timing batch out now stands
+    (at least once a second while one is timed).
     """
     space = layout_space(module)
     if configs is None:
@@ -173,7 +176,7 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
                     record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
                     continue
                 jobs.append(Job(index, job_text, slots=constraint_slots(module, space, config)))
-            measurer.run(jobs, known, record, context=finished)
+            measurer.run(jobs, known, record, context=finished, on_progress=on_batch)
             if opts.timing == "paired" and not any(
                     r["default_runtime_ns"] for r in rows.values() if not r["is_default"]):
                 measurer.run_control(record)

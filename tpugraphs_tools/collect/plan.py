@@ -38,22 +38,23 @@ SHOWN = {field: key for key, field in KEY_ALIASES.items()}
 
 
 def make_item(values: Mapping[str, Any], *, program: str | None = None, hlo: str | None = None,
-              where: str = "command line") -> CollectItem:
+              where: str | None = None) -> CollectItem:
     """The one builder of a collect item from option values named like plan keys (a merged plan
     item, or the CLI's parameters: the same names). Bad values raise :class:`PlanError`
-    naming ``where`` and the key."""
+    naming ``where`` (the plan item; None: the command line) and the key."""
     from tpugraphs_tools.programs import ProgramArgs
 
+    shown = where or "command line"
     collection = values.get("collection", "layout")
     if collection not in KINDS:
-        raise PlanError(f"{where}: collection must be 'layout' or 'tile'")
+        raise PlanError(f"{shown}: collection must be 'layout' or 'tile'")
     try:
         options = MeasureOptions.from_keys(values)
     except (TypeError, ValueError) as exc:
-        raise PlanError(f"{where}: {exc}") from None
+        raise PlanError(f"{shown}: {exc}") from None
     args = ProgramArgs.from_dict({k: values[k] for k in PROGRAM_KEYS if k in values})
     return CollectItem(program=program, hlo=hlo, program_args=args, options=options,
-                       collection=collection)
+                       collection=collection, where=where)
 
 
 def load_plan_file(path: str | Path) -> dict[str, Any]:

@@ -4,8 +4,11 @@ The library never prints: :func:`~tpugraphs_tools.collect.collect` hands a
 :class:`ProgressEvent` to its callback at every stage change and every config result, and the
 CLI draws it (a bar on a terminal, nothing when piped). The ETA is honest: it divides the work
 left by the rate of *this run* (work measured per second since the graph, or the run, began;
-rows resumed from a journal or skipped as complete do not count), and is unknown until this
-run has measured something.
+rows resumed from a journal or skipped as complete do not count), counts down from the last
+config measured, and does not exist until this run has timed something: before the first
+timing batch is back it says what it waits for ("estimating…"). While a batch is timed (minutes
+for a large graph, its results come at its end) the events say where it stands: the process
+timing it, its rounds, its configs settled (measure/round_board.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tpugraphs_tools.collect.labels import EXTRA_STATUSES, separated_pairs
-from tpugraphs_tools.measure import OK
+from tpugraphs_tools.measure import OK, BatchProgress
 
 Stage = Literal["lowering", "featurizing", "compiling", "timing", "storing"]
 
@@ -47,33 +50,49 @@ class ProgressEvent:
     pairs_separated: int = 0         # pairs of this graph's labels whose 95% CIs are disjoint
     pairs: int = 0
     detail: str = ""                 # e.g. the tile kernel being measured
+    graph_timed: bool = False        # a config of this graph was timed in this run
+    run_timed: bool = False          # a config was timed in this run: a rate exists
+    graph_idle_seconds: float = 0.0  # since this graph's last config measured in this run
+    run_idle_seconds: float = 0.0    # since the run's last config measured
+    batch: BatchProgress | None = None  # the timing batch out now, between its results
 
     @property
     def graph_eta_seconds(self) -> float | None:
-        """Seconds left for this graph at this graph's rate so far; None before a result."""
+        """Seconds left for this graph at this graph's rate so far, counted down since its
+        last config; None until one of its configs was timed in this run."""
         return _eta(self.configs_total, self.configs_done, self.graph_measured,
-                    self.graph_seconds)
+                    self.graph_seconds, self.graph_idle_seconds, self.graph_timed)
 
     @property
     def run_eta_seconds(self) -> float | None:
-        """Seconds left for the whole run at the run's rate so far; None before a result."""
-        return _eta(self.run_total, self.run_done, self.run_measured, self.run_seconds)
+        """Seconds left for the whole run at the run's rate so far; None until a config was
+        timed in this run."""
+        return _eta(self.run_total, self.run_done, self.run_measured, self.run_seconds,
+                    self.run_idle_seconds, self.run_timed)
 
 
-def _eta(total: int | None, done: int, measured: int, seconds: float) -> float | None:
+def _eta(total: int | None, done: int, measured: int, seconds: float, idle: float,
+         timed: bool) -> float | None:
+    """Work left at the rate up to the last config measured (``seconds - idle``), less the
+    ``idle`` seconds since: an estimate that counts down between results."""
     if total is None:
         return None
     if done >= total:
         return 0.0
-    if measured <= 0 or seconds <= 0:
+    busy = seconds - idle
+    if not timed or measured <= 0 or busy <= 0:
         return None
-    return (total - done) * seconds / measured
+    return (total - done) * busy / measured - idle
 
 
-def format_eta(seconds: float | None) -> str:
-    """``ETA 1:02:03`` / ``ETA 4:05``, or ``ETA unknown`` while there is no rate yet."""
+def format_eta(seconds: float | None, batch: BatchProgress | None = None) -> str:
+    """``ETA 1:02:03`` / ``ETA 4:05``; while there is no rate yet, what it waits for
+    (``ETA estimating… (after batch 1)``); past its estimate (below 0), ``ETA any moment``."""
     if seconds is None:
-        return "ETA unknown"
+        waits = f"batch {batch.number}" if batch is not None else "the first timing batch"
+        return f"ETA estimating… (after {waits})"
+    if seconds < 0:
+        return "ETA any moment"
     whole = round(seconds)
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
@@ -92,8 +111,10 @@ class BarLine:
 
 def bar_lines(event: ProgressEvent) -> list[BarLine]:
     """What to draw for ``event``: the current graph, then (for several graphs) the run."""
-    parts = [event.stage + (f" {event.detail}" if event.detail else ""),
-             format_eta(event.graph_eta_seconds)]
+    doing = event.stage + (f" {event.detail}" if event.detail else "")
+    if event.batch is not None:
+        doing += f"{' ·' if event.detail else ''} {describe_batch(event.batch)}"
+    parts = [doing, format_eta(event.graph_eta_seconds, event.batch)]
     if event.ci_half_width_median is not None:
         parts.append(f"CI ±{100 * event.ci_half_width_median:.2f}%")
     if event.pairs:
@@ -104,8 +125,27 @@ def bar_lines(event: ProgressEvent) -> list[BarLine]:
                      event.configs_done, event.configs_total, " · ".join(parts))]
     if event.graphs_total > 1:
         lines.append(BarLine("all graphs", event.run_done, event.run_total,
-                             f"{format_eta(event.run_eta_seconds)} · {_labels(event.labels)}"))
+                             f"{format_eta(event.run_eta_seconds, event.batch)} · "
+                             f"{_labels(event.labels)}"))
     return lines
+
+
+def describe_batch(batch: BatchProgress) -> str:
+    """``batch 1 (16 configs) · process 2/4 · round 312 · 5/16 settled``: where the timing
+    batch out now stands (its results come only at its end)."""
+    head = f"batch {batch.number} ({batch.configs} config{'s' if batch.configs != 1 else ''})"
+    if batch.process == 0:
+        ready = f" ({batch.loaded}/{batch.processes} processes ready)" \
+            if batch.processes > 1 else ""
+        return f"{head} · loading{ready}"
+    last = batch.process + batch.lanes - 1
+    who = (f"process {batch.process}" if last == batch.process
+           else f"processes {batch.process}-{last}")
+    parts = [head] + ([f"{who}/{batch.processes}"] if batch.processes > 1 else [])
+    if batch.rounds == 0:
+        return " · ".join([*parts, "warming up"])
+    return " · ".join([*parts, f"round {batch.rounds}",
+                       f"{batch.settled}/{batch.configs} settled"])
 
 
 def _labels(count: int) -> str:
@@ -130,6 +170,9 @@ class _Graph:
     default_ok: bool = False         # the default row is in: its label's CI is [1, 1]
     kernel_target: int = 0           # tile: measured configs wanted per kernel
     kernel_ok: int = 0               # tile: ok configs of the current kernel
+    batch: BatchProgress | None = None   # the timing batch out now (until its results)
+    timed: bool = False              # a config of this graph was timed in this run
+    last_measured: float | None = None   # clock at its last config measured in this run
 
 
 class ProgressTracker:
@@ -147,6 +190,8 @@ class ProgressTracker:
         self._measured = 0               # configs measured in this run, ended graphs
         self.labels = 0
         self._graph: _Graph | None = None
+        self._run_timed = False
+        self._run_last_measured: float | None = None
 
     def begin(self, index: int, item: str) -> None:
         """Item ``index`` (0-based) starts: lowering it comes first."""
@@ -155,7 +200,16 @@ class ProgressTracker:
 
     def stage(self, stage: Stage, detail: str = "") -> None:
         graph = self._current()
-        graph.stage, graph.detail = stage, detail
+        graph.stage, graph.detail, graph.batch = stage, detail, None
+        self._emit()
+
+    def batch(self, progress: BatchProgress) -> None:
+        """Where the timing batch out now stands (measure/round_board.py); shown until a
+        result of one of its configs comes."""
+        graph = self._current()
+        graph.stage, graph.batch = "timing", progress
+        if not graph.kernel_target:  # a tile kernel's name stays; "configs" (compiling) goes
+            graph.detail = ""
         self._emit()
 
     def resumed(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -165,12 +219,21 @@ class ProgressTracker:
         self._emit()
 
     def row(self, row: Mapping[str, Any]) -> None:
-        """A layout config row measured now (control and repeat rows are not configs)."""
+        """A layout config row measured now (control and repeat rows are not configs). A row
+        settled without timing (the default's, a no-op, a compile error) means configs are
+        still compiling; a timed one, that timing is under way."""
         graph = self._current()
-        if graph.stage != "timing":
+        timed = row.get("measure_seconds") is not None
+        if timed and graph.stage != "timing":
             graph.stage, graph.detail = "timing", ""
-        if self._count(row, measured=True) and row["status"] == OK:
-            self.labels += 1
+        elif not timed and graph.batch is None and not graph.timed:
+            graph.stage, graph.detail = "compiling", "configs"
+        if graph.batch is not None and row.get("config_index") in graph.batch.indices:
+            graph.batch = None  # its results are coming in
+        if self._count(row, measured=True):
+            self._measured_now(graph, row)
+            if row["status"] == OK:
+                self.labels += 1
         self._emit()
 
     def kernel(self, number: int, kernels: int, per_kernel: int, name: str) -> None:
@@ -192,6 +255,7 @@ class ProgressTracker:
             if graph.kernel_ok < graph.kernel_target:
                 graph.kernel_ok += 1
                 self._advance(graph, graph.done + 1)
+                self._measured_now(graph, row)
         self._emit()
 
     def tile_resumed(self, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -227,6 +291,13 @@ class ProgressTracker:
         if self._graph is None:
             raise RuntimeError("progress hook called outside a graph (begin() first)")
         return self._graph
+
+    def _measured_now(self, graph: _Graph, row: Mapping[str, Any]) -> None:
+        """A config measured in this run: the rate runs to now; a timed one (numerics checked
+        and timed in a batch, not a no-op settled by its compile) makes the rate an ETA."""
+        graph.last_measured = self._run_last_measured = self._clock()
+        if row.get("measure_seconds") is not None:
+            graph.timed = self._run_timed = True
 
     @staticmethod
     def _advance(graph: _Graph, done: int) -> None:
@@ -274,6 +345,13 @@ class ProgressTracker:
             ci_half_width_median=(statistics.median(graph.half_widths)
                                   if graph.half_widths else None),
             pairs_separated=separated_pairs(lows, highs) if len(lows) > 1 else 0,
-            pairs=len(lows) * (len(lows) - 1) // 2, detail=graph.detail)
+            pairs=len(lows) * (len(lows) - 1) // 2, detail=graph.detail,
+            graph_timed=graph.timed, run_timed=self._run_timed,
+            graph_idle_seconds=_since(graph.last_measured, now),
+            run_idle_seconds=_since(self._run_last_measured, now), batch=graph.batch)
         self._sink(event)
+
+
+def _since(then: float | None, now: float) -> float:
+    return 0.0 if then is None else now - then
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tpugraphs_tools.collect.check import check_request
 from tpugraphs_tools.collect.failures import (
     no_empty_out,
     retried,
@@ -60,6 +61,8 @@ class CollectItem:
     collection: str = "layout"             # "layout" (whole program) | "tile" (its kernels)
     # the name the dataset already stores this user program under (collect/program_names.py)
     stored_as: str | None = None
+    # the plan item it came from (errors name it); not part of what is collected
+    where: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if (self.program is None) == (self.hlo is None):
@@ -217,6 +220,7 @@ def collect(request: CollectRequest, progress: Progress = lambda _event: None
     """Collect ``request`` into its dataset; ``progress`` sees a :class:`ProgressEvent` at
     every stage and config result (collect/progress.py)."""
     started = time.monotonic()
+    check_request(request)  # every input resolved before anything is lowered or written
     with no_empty_out(request.out), dataset_writer(request.out), \
             log_workers_to(log_folder(request)):
         summary = _collect(request, ProgressTracker(progress, [_planned(i) for i in
@@ -267,7 +271,8 @@ def _collect(request: CollectRequest, tracker: ProgressTracker) -> CollectSummar
         try:
             result = collect_layout_configs(
                 collected.source.text, collected.source.module,
-                replace(layout, backend=request.backend), done=done, on_row=on_row)
+                replace(layout, backend=request.backend), done=done, on_row=on_row,
+                on_batch=tracker.batch)
         except WorkerError as exc:
             tracker.stage("storing")
             store_unmeasured(dataset, collected, layout, journal, summary, exc)

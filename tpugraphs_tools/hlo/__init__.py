@@ -16,6 +16,7 @@ from tpugraphs_tools.hlo.paths import (
 from tpugraphs_tools.hlo.proto import proto_to_text
 from tpugraphs_tools.hlo.sources import (
     HloSource,
+    check_file,
     fingerprint,
     from_compiled,
     from_file,
@@ -32,7 +33,8 @@ from tpugraphs_tools.hlo.text import (
 
 __all__ = [
     "Computation", "HloSource", "Instruction", "Module", "Shape", "absolute_paths", "attributes",
-    "computation_header", "fingerprint", "from_compiled", "from_file", "from_lowered",
+    "check_file", "computation_header", "fingerprint", "from_compiled", "from_file",
+    "from_lowered",
     "match_close", "parse_hlo_text", "parse_shape", "portable_graph_row",
     "portable_path", "portable_stored_hlo",
     "portable_text", "proto_to_text", "split_top_level", "stored_hlo", "stored_source_files",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tpugraphs_tools.errors import HloParseError
+from tpugraphs_tools.errors import HloParseError, did_you_mean
 from tpugraphs_tools.hlo.module import Module
 from tpugraphs_tools.hlo.text import parse_hlo_text
 from tpugraphs_tools.hlo.xla import xla_verdict
@@ -98,9 +98,7 @@ def from_file(path: str | Path, stage: str = "unoptimized") -> HloSource:
     message. The source keeps the file's own bytes (text, or the proto as given) for storage.
     """
     path = Path(path)
-    if not path.is_file():
-        raise HloParseError("no such file", source=str(path))
-    name = path.name.lower()
+    name = _existing(path).name.lower()
     if name.endswith(PROTO_SUFFIXES):
         proto = path.read_bytes()
         verdict = xla_verdict(proto, "proto", str(path))
@@ -111,11 +109,7 @@ def from_file(path: str | Path, stage: str = "unoptimized") -> HloSource:
                                 check_opcodes=False, xla_async=verdict.async_names)
         return HloSource(module, verdict.text, proto, "hlo-proto", stage, str(path))
     if name.endswith(TEXT_SUFFIXES):
-        try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise HloParseError("not UTF-8 text; pass a .pb for binary protos",
-                                source=str(path)) from None
+        text = _read_text(path)
         try:
             verdict = xla_verdict(text.encode(), "text", str(path))
         except HloParseError as refused:
@@ -123,8 +117,48 @@ def from_file(path: str | Path, stage: str = "unoptimized") -> HloSource:
         module = parse_hlo_text(text, source=str(path), check_opcodes=not verdict.available,
                                 xla_async=verdict.async_names)
         return HloSource(module, text, None, "hlo-text", stage, str(path))
-    raise HloParseError(f"unknown HLO file type (expected one of "
-                        f"{TEXT_SUFFIXES + PROTO_SUFFIXES})", source=str(path))
+    raise _unknown_type(path)
+
+
+def check_file(path: str | Path) -> None:
+    """Refuse in milliseconds what :func:`from_file` would refuse without XLA: a missing file
+    (naming the nearest files beside it), an unknown file type, an empty proto, text that is
+    not UTF-8 or not an HLO module (tgt's own parser). A collection checks every file before
+    its first compile, so a typo costs seconds, not a measured graph; XLA's verdict (a child
+    process, seconds per file) still comes when the file is read."""
+    path = Path(path)
+    name = _existing(path).name.lower()
+    if name.endswith(PROTO_SUFFIXES):
+        if path.stat().st_size == 0:
+            raise HloParseError("empty file", source=str(path))
+    elif name.endswith(TEXT_SUFFIXES):
+        parse_hlo_text(_read_text(path), source=str(path), check_opcodes=False)
+    else:
+        raise _unknown_type(path)
+
+
+def _existing(path: Path) -> Path:
+    """``path`` if it is a file, else an error naming the nearest names in its folder."""
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise HloParseError("a folder, not an HLO file", source=str(path))
+    folder = path.parent
+    beside = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+    raise HloParseError(f"no such file{did_you_mean(path.name, beside)}", source=str(path))
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise HloParseError("not UTF-8 text; pass a .pb for binary protos",
+                            source=str(path)) from None
+
+
+def _unknown_type(path: Path) -> HloParseError:
+    return HloParseError(f"unknown HLO file type (expected one of "
+                         f"{TEXT_SUFFIXES + PROTO_SUFFIXES})", source=str(path))
 
 
 def _explained(refused: HloParseError, text: str, source: str) -> HloParseError:

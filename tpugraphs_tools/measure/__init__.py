@@ -38,6 +38,7 @@ from tpugraphs_tools.measure.results import (
 )
 from tpugraphs_tools.measure.reuse import SharedWorkers
 from tpugraphs_tools.measure.robust_stats import TRIM
+from tpugraphs_tools.measure.round_board import BatchProgress
 from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
 from tpugraphs_tools.measure.worker_logs import (
     LOG_NAME,
@@ -60,6 +61,7 @@ __all__ = [
     "OPTION_KEY_ALIASES",
     "REPEAT",
     "TRIM",
+    "BatchProgress",
     "ConfigResult",
     "Job",
     "MeasureOptions",

@@ -46,6 +46,8 @@ PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
     StopReason.BATCH_DONE, StopReason.PLACEMENT_FLOOR)
 FIXED = StopReason.FIXED_ROUNDS
 BUDGET = StopReason.BUDGET
+# (rounds done, configs still timed): a batch's progress for a watcher (round_board.py)
+OnRound = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,8 @@ def _t_quantile(p: float, df: int) -> float:
 def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                 rule: StopRule, context: Sequence[tuple[float, float]] = (),
                 control: Sequence[int] = (), adaptive: bool = True,
-                placement: Placement | None = None, seed: int | None = None) -> PairedBatch:
+                placement: Placement | None = None, seed: int | None = None,
+                on_round: OnRound | None = None) -> PairedBatch:
     """Time ``count`` configs against the default in rounds until ``rule`` stops them.
 
     ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``) or
@@ -194,7 +197,9 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     default, configs re-timed from earlier batches) are timed every round while any other config
     is active and never stop a batch early. ``placement`` pools the between-copy spread across
     the batches of a graph (it is updated here). Without ``adaptive`` every config runs to the
-    caps (``max_rounds`` or ``max_seconds_per_config``), with no early stop.
+    caps (``max_rounds`` or ``max_seconds_per_config``), with no early stop. ``on_round``
+    hears (rounds done, configs still timed; controls not counted) before the first round and
+    after each (round_board.py: a watcher's progress).
     """
     placement = placement if placement is not None else Placement()
     batch = PairedBatch(config_ns=[[] for _ in range(count)],
@@ -207,6 +212,8 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     active = list(range(count))
     # Controls wait for the configs; in a control-only batch they are the configs.
     waiting = set() if controls >= set(active) else controls
+    report = on_round or _no_report
+    report(0, sum(1 for i in active if i not in waiting))
 
     while active and any(i not in waiting for i in active):
         r = batch.rounds
@@ -226,6 +233,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
         if _decides(batch.rounds, rule, adaptive):
             batch.placement_var = placement.variance(_spreads(batch))
         active = _still_active(batch, active, rule, context, waiting, controls, adaptive)
+        report(batch.rounds, sum(1 for i in active if i not in waiting))
     for i in range(count):
         if batch.stop_reason[i] is None:
             batch.stop_reason[i] = BATCH_DONE
@@ -233,6 +241,10 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
     batch.placement_var = placement.variance(current)
     placement.items.extend(current)
     return batch
+
+
+def _no_report(_rounds: int, _active: int) -> None:
+    """``on_round`` of a batch nobody watches."""
 
 
 def _spreads(batch: PairedBatch) -> list[tuple[float, float]]:

@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 
 from tpugraphs_tools.measure.compile_side import CompileSide, OnResult
 from tpugraphs_tools.measure.messages import (
@@ -48,10 +48,15 @@ from tpugraphs_tools.measure.processes import (
 from tpugraphs_tools.measure.racing import budget_share
 from tpugraphs_tools.measure.replicas import ProcessSpread, combine, partial_between
 from tpugraphs_tools.measure.results import CRASH, OK, TIMEOUT, ConfigResult
+from tpugraphs_tools.measure.round_board import BatchProgress, batch_progress
 
 # A timed item's budget is its own samples plus its share of the default's: at most twice
 # ``max_seconds_per_config`` (measure/paired.py charges the default's sample to the round).
 BUDGET_SHARES = 2
+# While a batch is timed and someone watches, the loop wakes at least this often to report
+# its rounds (round_board.py).
+PROGRESS_EVERY_S = 1.0
+OnProgress = Callable[[BatchProgress], None]
 
 
 class PipelinedMeasurer(CompileSide):
@@ -67,18 +72,24 @@ class PipelinedMeasurer(CompileSide):
         self._wave: dict[int, list[ConfigResult]] = {}
         self._wave_paused: float | None = None   # when this process stopped the compilers
         self.lanes = lanes_for(self.opts.timing_lanes, self.processes, self.isolation)
+        self.batches = 0   # timing batches sent for this graph (numbered in BatchProgress)
+        self._on_progress: OnProgress | None = None
 
     # -- the loop --------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job], known: dict[str, int], on_result: OnResult,
             stop: Callable[[], bool] = lambda: False,
-            context: Callable[[], list[tuple[float, float]]] = list) -> None:
+            context: Callable[[], list[tuple[float, float]]] = list,
+            on_progress: OnProgress | None = None) -> None:
         """Measure ``jobs``; ``known`` maps dedupe keys to config indices (default → 0).
 
         Once ``stop()`` is true no further job is compiled; jobs in flight still finish.
         ``context()`` gives the ratio CIs of configs finished so far (paired engine: a batch
         stops a config once it is separated from its rank neighbours among them).
+        ``on_progress`` hears where the batch being timed stands, when it is sent and then
+        at least every :data:`PROGRESS_EVERY_S` until its results come.
         """
         self.start()
+        self._on_progress = on_progress
         state = RunState(deque(jobs))
         while state.busy:
             if state.recycle and not state.batch:
@@ -89,6 +100,7 @@ class PipelinedMeasurer(CompileSide):
             if not state.batch and (state.singles or state.compiled):
                 self._send_batch(state, context, on_result)
             ready = self._wait(state)
+            self._report(state)
             if ready is None:
                 continue
             self._receive_compiled(state, ready, known, on_result)
@@ -122,6 +134,8 @@ class PipelinedMeasurer(CompileSide):
                                   self._pause_list(), context(), budget_seconds=share,
                                   process_var=earlier)
             self._phase, state.timed_by = 0, []
+            self.batches += 1
+            self._report(state)   # loading: every process at once, or the first
             if self.processes > 1:
                 if self._preload(state, on_result):
                     self._start_wave(state, 0, None, state.message.process_var)
@@ -163,7 +177,7 @@ class PipelinedMeasurer(CompileSide):
         failed: dict[int, tuple[str, str]] = {}
         for phase, measure in enumerate(self._measures):
             assert measure is not None
-            if not measure.conn.poll(max(0.0, deadline - time.monotonic())):
+            if not self._loaded(measure.conn, deadline, state):
                 failed[phase] = (TIMEOUT, f"no batch loaded within {self.opts.timeout_s:.0f}"
                                           " s per config; worker killed")
                 continue
@@ -185,6 +199,18 @@ class PipelinedMeasurer(CompileSide):
         state.batch = []
         return False
 
+    def _loaded(self, conn: Connection, deadline: float, state: RunState) -> bool:
+        """Whether a process answered "loaded" by ``deadline``; reports the batch while it
+        waits (the processes load at once: tens of seconds for a large graph)."""
+        while True:
+            left = deadline - time.monotonic()
+            step = min(left, PROGRESS_EVERY_S) if self._on_progress is not None else left
+            if conn.poll(max(0.0, step)):
+                return True
+            if left <= step:
+                return False
+            self._report(state)
+
     def _wait(self, state: RunState) -> Sequence[object] | None:
         """Wait for a worker's message or the nearest deadline; None when nothing is out."""
         conns = [self._compilers[s].conn for s in state.compiling]
@@ -194,7 +220,18 @@ class PipelinedMeasurer(CompileSide):
             deadlines.append(state.batch_started + self._batch_limit(len(state.batch)))
         if not conns:
             return None
+        if state.batch and self._on_progress is not None:
+            deadlines.append(time.monotonic() + PROGRESS_EVERY_S)
         return wait(conns, timeout=max(0.0, min(deadlines) - time.monotonic()))
+
+    def _report(self, state: RunState) -> None:
+        """Tell ``on_progress`` where the batch out now stands (nothing without one)."""
+        if self._on_progress is None or not state.batch:
+            return
+        self._on_progress(batch_progress(
+            self.batches, tuple(item.index for item in state.batch), self.processes,
+            self._timing, [self._boards[p].read() for p in self._timing],
+            loaded=len(self._holding)))
 
     def _receive_timed(self, state: RunState, ready: Sequence[object],
                        on_result: OnResult) -> None:

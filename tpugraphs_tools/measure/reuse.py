@@ -34,6 +34,7 @@ class ReusableMeasurer(PipelinedMeasurer):
         self.default_info = None
         self.repeats = RepeatPool(self.traits.repeats_per_batch)
         self.spread = ProcessSpread()
+        self.batches = 0
         self._phase = 0
         self._holding.clear()   # a worker drops a held batch on a new spec (measure_main)
         self._timing, self._wave_paused = [], None
@@ -95,16 +96,17 @@ class SharedWorkers:
             raise
         return measurer
 
-    def close(self) -> None:
+    def close(self, now: bool = False) -> None:
+        """Stop the workers (``now``: killed at once, WorkerSlots.close)."""
         if self._measurer is not None:
-            self._measurer.close()
+            self._measurer.close(now)
             self._measurer = None
 
     def __enter__(self) -> SharedWorkers:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
+        self.close(now=kind is not None)
 
 
 def _compatible(old: SessionSpec, new: SessionSpec) -> bool:

@@ -37,23 +37,30 @@ def _once(fn: Callable[[], object]) -> int:
 
 
 def time_batch(reference: Callable[[], object], candidates: Sequence[Callable[[], object]],
-               warmup: int = 2, repeats: int = 10) -> tuple[Timing, list[Timing]]:
+               warmup: int = 2, repeats: int = 10,
+               on_round: Callable[[int, int], None] | None = None
+               ) -> tuple[Timing, list[Timing]]:
     """Time a reference and a batch of candidates in rounds, rotating the order every round.
 
     Each round runs the reference once and every candidate once, so all of them see the same
     machine state within a round; the reference costs 1/len(candidates) of the timed runs
-    instead of doubling them. Every callable must block until its work is done.
+    instead of doubling them. Every callable must block until its work is done. ``on_round``
+    hears (rounds done, candidates still timed) before the first round and after each.
     """
     calls = [reference, *candidates]
     for _ in range(warmup):
         for fn in calls:
             fn()
     samples: list[list[int]] = [[] for _ in calls]
+    if on_round is not None:
+        on_round(0, len(candidates))
     for r in range(repeats):
         shift = r % len(calls)
         for k in range(len(calls)):
             i = (k + shift) % len(calls)
             samples[i].append(_once(calls[i]))
+        if on_round is not None:
+            on_round(r + 1, len(candidates) if r + 1 < repeats else 0)
     return Timing.of(samples[0]), [Timing.of(s) for s in samples[1:]]
 
 

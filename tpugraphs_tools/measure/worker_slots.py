@@ -22,6 +22,7 @@ from tpugraphs_tools.measure.messages import (
 )
 from tpugraphs_tools.measure.pipeline_state import PipelineOptions
 from tpugraphs_tools.measure.processes import WorkerProcess, resolve_isolation, split_cpus
+from tpugraphs_tools.measure.round_board import RoundBoard
 
 # A measurement worker starts by importing jax, compiling the default config and running it
 # (fixed engine: timing it alone too): two config timeouts, plus a minute for the start.
@@ -48,6 +49,8 @@ class WorkerSlots:
         self.traits = traits_of(spec.engine)
         self.processes = max(1, spec.processes) if self.traits.replicated else 1
         self._measures: list[WorkerProcess | None] = [None] * self.processes
+        # Per slot: the rounds its process has timed (round_board.py), read for progress.
+        self._boards: list[RoundBoard] = [RoundBoard() for _ in range(self.processes)]
         self._phase = 0
         self._holding: set[int] = set()  # processes holding a loaded batch (pipeline.py)
         self._compilers: list[WorkerProcess] = []
@@ -66,7 +69,9 @@ class WorkerSlots:
         return measure
 
     def _spawn_measure(self, slot: int) -> None:
-        self._measures[slot] = WorkerProcess(W.measure_main, self.spec, self.measure_cpus)
+        self._boards[slot] = RoundBoard()  # a dead process's last counts are not the new one's
+        self._measures[slot] = WorkerProcess(W.measure_main, self.spec, self.measure_cpus,
+                                             self._boards[slot])
 
     def _await_measure(self, slot: int) -> None:
         measure = self._measures[slot]
@@ -107,9 +112,19 @@ class WorkerSlots:
         assert self.default_info is not None  # set by _await_measure, or it raised
         return self.default_info
 
-    def close(self) -> None:
-        for proc in [*self._compilers, *(m for m in self._measures if m)]:
-            proc.stop()
+    def close(self, now: bool = False) -> None:
+        """Stop every worker: asked to exit (each may finish what it does, up to 10 s), or
+        ``now`` (an error or Ctrl-C): killed at once, mid-round or stopped by the pause
+        isolation alike; what was measured is journaled already (collect/journal.py)."""
+        procs = [*self._compilers, *(m for m in self._measures if m)]
+        if now:
+            for proc in procs:
+                proc.proc.kill()
+        for proc in procs:
+            if now:
+                proc.kill()
+            else:
+                proc.stop()
         self._compilers = []
         self._measures = [None] * self.processes
         self._phase = 0
@@ -118,8 +133,8 @@ class WorkerSlots:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *_exc: object) -> None:
+        self.close(now=kind is not None)
 
     def _replace_compiler(self, slot: int, restart: bool = True) -> None:
         self._compilers[slot].kill()

@@ -46,6 +46,7 @@ from tpugraphs_tools.measure.results import (
     WRONG_RESULT,
     ConfigResult,
 )
+from tpugraphs_tools.measure.round_board import RoundBoard
 from tpugraphs_tools.measure.worker_logs import first_reason
 
 if TYPE_CHECKING:
@@ -182,8 +183,10 @@ class _NumericsCheck:
         return max(errors, default=0.0)
 
 
-def _start_default(spec: SessionSpec) -> tuple[Engine, _NumericsCheck, DefaultInfo]:
-    """Compile the default config, run it once for the numerics reference, start the engine."""
+def _start_default(spec: SessionSpec, board: RoundBoard | None = None
+                   ) -> tuple[Engine, _NumericsCheck, DefaultInfo]:
+    """Compile the default config, run it once for the numerics reference, start the engine
+    (which writes its rounds on ``board``)."""
     import jax
 
     from tpugraphs_tools.hlo import parse_hlo_text
@@ -198,7 +201,7 @@ def _start_default(spec: SessionSpec) -> tuple[Engine, _NumericsCheck, DefaultIn
                            optimized_text=optimized_text if spec.return_optimized else None)
     default = DefaultProgram(spec, base, inputs, signature, jax.devices(spec.backend)[0], C.run)
     check = _NumericsCheck.of(default)
-    engine = make_engine(default)
+    engine = make_engine(default, None if board is None else board.round)
     return engine, check, engine.ready(compiled)
 
 
@@ -241,17 +244,23 @@ def _load_batch(message: Batch, engine: Engine, check: _NumericsCheck,
     return _Loaded(message, checked, items, loaded, time.perf_counter() - start)
 
 
-def _time_batch(batch: _Loaded, engine: Engine, cpus: set[int] | None = None
-                ) -> list[ConfigResult]:
+def _time_batch(batch: _Loaded, engine: Engine, cpus: set[int] | None = None,
+                board: RoundBoard | None = None) -> list[ConfigResult]:
     """Warm up and label a loaded batch with the compile workers stopped for the timed part
     (on ``cpus`` where given); results in item order, the engine's extras last."""
     start = time.perf_counter()
     labelled: list[ConfigResult] = []
     paused = 0.0
+    if board is not None:
+        board.begin()
     with pinned(cpus):
         timing_cpus = len(available_cpus())   # what this process may run on while timing
         if batch.loaded is not None:
-            labelled, paused = _warm_and_label(batch, engine)
+            try:
+                labelled, paused = _warm_and_label(batch, engine)
+            finally:
+                if board is not None:
+                    board.idle()
     timed = iter(dataclasses.replace(r, status=REPEAT if r.repeat_of is not None else r.status,
                                      timing_cpus=timing_cpus) for r in labelled)
     results = [next(timed) if isinstance(c, TimedItem) else c for c in batch.checked]
@@ -283,10 +292,11 @@ def _go(batch: _Loaded, go: Go) -> _Loaded:
     return dataclasses.replace(batch, message=message)
 
 
-def _start_and_report(conn: Any, spec: SessionSpec) -> tuple[Engine, _NumericsCheck] | None:
+def _start_and_report(conn: Any, spec: SessionSpec, board: RoundBoard | None = None
+                      ) -> tuple[Engine, _NumericsCheck] | None:
     """Start ``spec``'s default and tell the parent ("ready", or "init_error" and None)."""
     try:
-        engine, check, ready = _start_default(spec)
+        engine, check, ready = _start_default(spec, board)
     except Exception as exc:
         conn.send(("init_error", _message(exc)))
         return None
@@ -294,13 +304,14 @@ def _start_and_report(conn: Any, spec: SessionSpec) -> tuple[Engine, _NumericsCh
     return engine, check
 
 
-def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
+def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None,
+                 board: RoundBoard | None = None) -> None:
     """Hold the inputs and the default config; check and time batches of executables with
-    the engine ``spec.engine`` names (measure/engines/)."""
+    the engine ``spec.engine`` names (measure/engines/), its rounds written on ``board``."""
     die_with_parent()
     pin(cpus)
     crash_runs = {i for i, fault in _test_faults().items() if fault == "crash_run"}
-    started = _start_and_report(conn, spec)
+    started = _start_and_report(conn, spec, board)
     if started is None:
         return
     engine, check = started
@@ -317,7 +328,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             # this warm process, no new jax start-up. The old engine's programs are dropped.
             del engine, check
             held = None
-            started = _start_and_report(conn, message)
+            started = _start_and_report(conn, message, board)
             if started is None:
                 return
             engine, check = started
@@ -326,13 +337,14 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
             batch, held = held, None
             if batch is None or message.cancel:
                 continue
-            results = _time_batch(_go(batch, message), engine, message.cpus)
+            results = _time_batch(_go(batch, message), engine, message.cpus, board)
         elif message.hold:
             held = _load_batch(message, engine, check, crash_runs)
             conn.send(("loaded", None))
             continue
         else:
-            results = _time_batch(_load_batch(message, engine, check, crash_runs), engine)
+            results = _time_batch(_load_batch(message, engine, check, crash_runs), engine,
+                                  board=board)
         try:
             conn.send(("results", results))
         except (BrokenPipeError, OSError):

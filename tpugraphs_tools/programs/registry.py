@@ -36,9 +36,9 @@ from typing import Any
 
 import jax
 
+from tpugraphs_tools.errors import InstallError, ProgramError, UnknownProgramError, did_you_mean
 from tpugraphs_tools.errors import ProgramArgsError as ProgramArgsError
 from tpugraphs_tools.errors import UnknownPresetError as UnknownPresetError
-from tpugraphs_tools.errors import UnknownProgramError
 
 DTYPES = ("float32", "bfloat16")
 MODES = ("infer", "train")
@@ -111,10 +111,10 @@ def get_program(name: str) -> Program:
         return _REGISTRY[name]
     if ":" in name:
         return _load_user_program(name)
-    known = ", ".join(sorted(_REGISTRY))
+    # One short line: the nearest names, not all of them (`tgt programs` lists those).
     raise UnknownProgramError(
-        f"unknown program {name!r}; known programs: {known} "
-        "(or give a user program as 'pkg.module:make_fn' or 'path/to/file.py:make_fn')"
+        f"unknown program {name!r}{did_you_mean(name, _REGISTRY)} (`tgt programs` lists all "
+        f"{len(_REGISTRY)}; a user program is 'module:make_fn' or 'file.py:make_fn')"
     )
 
 
@@ -122,8 +122,8 @@ def check_args(program: Program, args: ProgramArgs) -> None:
     """Fail early, with the valid choices, on a preset/dtype/mode the program cannot build."""
     if args.preset not in program.presets:
         raise UnknownPresetError(
-            f"program {program.name!r} has no preset {args.preset!r}; "
-            f"choose one of {', '.join(program.presets)}"
+            f"program {program.name!r} has no preset {args.preset!r}"
+            f"{did_you_mean(args.preset, program.presets)} (it has {', '.join(program.presets)})"
         )
     if args.dtype not in DTYPES:
         raise UnknownPresetError(f"dtype {args.dtype!r} not supported; choose one of {DTYPES}")
@@ -131,6 +131,19 @@ def check_args(program: Program, args: ProgramArgs) -> None:
         raise UnknownPresetError(f"mode {args.mode!r} not supported; choose one of {MODES}")
     if args.batch < 1:
         raise ProgramArgsError(f"batch must be >= 1, got {args.batch}")
+
+
+def check_buildable(program: Program) -> None:
+    """Raise now what building ``program`` would raise only when it is lowered: an entry broken
+    on the supported versions, or a catalog program without its extra (found without
+    importing keras)."""
+    if program.unavailable:
+        raise ProgramError(f"{program.name} cannot be built: {program.unavailable}")
+    if program.origin == "keras_hub":
+        from tpugraphs_tools.programs.catalog._backend import INSTALL_HINT, keras_hub_version
+
+        if keras_hub_version() is None:
+            raise InstallError(f"{program.name} needs keras-hub, not installed: {INSTALL_HINT}")
 
 
 def default_args(program: Program | str, preset: str = "base", **overrides: Any) -> ProgramArgs:
@@ -162,7 +175,9 @@ def _load_user_program(spec: str) -> Program:
         raise UnknownProgramError(f"cannot import user program {spec!r}: {exc}") from exc
     make_fn = getattr(module, attr, None)
     if not callable(make_fn):
-        raise UnknownProgramError(f"user program {spec!r}: {target} has no callable {attr!r}")
+        functions = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+        raise UnknownProgramError(f"user program {spec!r}: {target} has no callable {attr!r}"
+                                  f"{did_you_mean(attr, functions)}")
     doc = (make_fn.__doc__ or module.__doc__ or "user program").strip().splitlines()[0]
     presets = tuple(getattr(make_fn, "presets", getattr(module, "PRESETS", ("tiny", "base"))))
     return Program(name=user_program_name(spec), description=doc, presets=presets,

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tpugraphs_tools.collect.check import check_request
 from tpugraphs_tools.collect.failures import failure_reason, no_empty_out, unmeasured_rows
 from tpugraphs_tools.collect.graphs import CollectedGraph
 from tpugraphs_tools.collect.journal import ConfigJournal
@@ -124,7 +125,8 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
     except ImportError:
         raise RayUnavailableError("--executor ray needs ray: pip install "
                                   "'tpugraphs-tools[ray]'") from None
-    # the dataset's lock first: a second writer is refused before Ray starts
+    check_request(request)  # before a cluster is joined or anything measured
+    # the dataset's lock next: a second writer is refused before Ray starts
     with no_empty_out(request.out), dataset_writer(request.out), \
             log_workers_to(log_folder(request)):
         started_here = not ray.is_initialized()

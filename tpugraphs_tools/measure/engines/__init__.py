@@ -11,14 +11,15 @@ from tpugraphs_tools.measure.engines.base import (
 )
 from tpugraphs_tools.measure.engines.fixed import FixedEngine
 from tpugraphs_tools.measure.engines.paired import PairedEngine
+from tpugraphs_tools.measure.paired import OnRound
 
 ENGINE_CLASSES: dict[str, type[FixedEngine] | type[PairedEngine]] = {
     "paired": PairedEngine, "fixed": FixedEngine}
 
 
-def make_engine(default: DefaultProgram) -> Engine:
-    """The engine ``default.spec.engine`` names."""
-    return ENGINE_CLASSES[default.spec.engine](default)
+def make_engine(default: DefaultProgram, on_round: OnRound | None = None) -> Engine:
+    """The engine ``default.spec.engine`` names; ``on_round`` hears each round's progress."""
+    return ENGINE_CLASSES[default.spec.engine](default, on_round)
 
 
 def traits_of(engine: str) -> Traits:

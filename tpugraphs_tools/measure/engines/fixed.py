@@ -18,6 +18,7 @@ from tpugraphs_tools.measure.engines.base import (
     bind_copies,
 )
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo
+from tpugraphs_tools.measure.paired import OnRound
 from tpugraphs_tools.measure.results import ConfigResult
 from tpugraphs_tools.measure.timing import time_alone, time_batch
 
@@ -28,9 +29,10 @@ class FixedEngine:
 
     traits: ClassVar[Traits] = Traits(repeats_per_batch=0, replicated=False, budgeted=False)
 
-    def __init__(self, default: DefaultProgram) -> None:
+    def __init__(self, default: DefaultProgram, on_round: OnRound | None = None) -> None:
         self.default = default
         self.spec = default.spec
+        self.on_round = on_round   # a watcher's progress, after every round (round_board.py)
 
     def ready(self, info: DefaultInfo) -> DefaultInfo:
         return dataclasses.replace(info, timing=time_alone(
@@ -54,6 +56,6 @@ class FixedEngine:
     def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]
               ) -> list[ConfigResult]:
         ref, timings = time_batch(self.default.run_once, [c[0] for c in loaded.items], 0,
-                                  self.spec.repeats)
+                                  self.spec.repeats, on_round=self.on_round)
         return [dataclasses.replace(item.result, timing=timing, default_timing=ref, timer=HOST)
                 for item, timing in zip(items, timings, strict=True)]

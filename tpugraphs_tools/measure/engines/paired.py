@@ -33,7 +33,7 @@ from tpugraphs_tools.measure.engines.base import (
 )
 from tpugraphs_tools.measure.kernel_count import KernelCountCheck
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
-from tpugraphs_tools.measure.paired import Placement, time_paired
+from tpugraphs_tools.measure.paired import OnRound, Placement, time_paired
 from tpugraphs_tools.measure.results import CONTROL, ConfigResult
 from tpugraphs_tools.measure.sampling import calibrate
 from tpugraphs_tools.measure.timing import Timing
@@ -53,9 +53,10 @@ class PairedEngine:
     traits: ClassVar[Traits] = Traits(repeats_per_batch=REPEATS_PER_BATCH, replicated=True,
                                       budgeted=True)
 
-    def __init__(self, default: DefaultProgram) -> None:
+    def __init__(self, default: DefaultProgram, on_round: OnRound | None = None) -> None:
         self.default = default
         self.spec = default.spec
+        self.on_round = on_round   # a watcher's progress, after every round (round_board.py)
         self.blob = X.serialize_executable(default.executable, default.device)
         self.input_sets = [default.inputs]  # one per loaded copy, grown by the first batch
         self.runs_per_sample: int | None = None
@@ -117,7 +118,8 @@ class PairedEngine:
                                  waiting, [item.result for item in items], seed=loaded.seed,
                                  budget_seconds=message.budget_seconds,
                                  process_var=message.process_var, timer=timer,
-                                 timer_fallback=self.timer_fallback)
+                                 timer_fallback=self.timer_fallback,
+                                 on_round=self.on_round)
 
         try:
             return label_with(self.timer)
@@ -132,7 +134,8 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                   context: list[tuple[float, float]], placement: Placement, waiting: list[int],
                   results: list[ConfigResult], seed: int | None = None,
                   budget_seconds: float | None = None, process_var: float | None = None,
-                  timer: SampleTimer | None = None, timer_fallback: str | None = None
+                  timer: SampleTimer | None = None, timer_fallback: str | None = None,
+                  on_round: OnRound | None = None
                   ) -> list[ConfigResult]:
     """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
     their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
@@ -141,7 +144,8 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
     ``process_var``: the between-process variance the earlier processes measured;
     ``timer``: how a sample is read (None: the host clock), recorded on every label with
     the program's kernels per run (device timers: measure/kernel_count.py);
-    ``timer_fallback``: why the host clock times labels a device timer was asked for."""
+    ``timer_fallback``: why the host clock times labels a device timer was asked for;
+    ``on_round``: told the rounds done and configs still timed (paired.time_paired)."""
     timer = timer or HostTimer()
     counts = KernelCountCheck(timer)
 
@@ -154,7 +158,7 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                                budget_seconds=budget_seconds, process_var=process_var)
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement,
-                        seed=seed)
+                        seed=seed, on_round=on_round)
     default = Timing.of([round(x) for x in batch.default_ns])
     default_ns = [round(x) for x in batch.default_ns]
     labelled = []
