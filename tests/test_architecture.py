@@ -1,17 +1,21 @@
 """The architecture rules `lint-imports` enforces stay complete (docs/architecture.md).
 
 `lint-imports` (run by `make test`) checks the contracts; these tests check that the contracts
-cover every package, so a new package cannot slip past them, and that every face is honest.
+cover every package, so a new package cannot slip past them, that every face is honest, and
+that the only import cycle is the programs registry's ("Cycles" in docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import click
+import grimp
+import networkx as nx
 import pytest
 
 import tpugraphs_tools
@@ -55,3 +59,86 @@ def test_collection_choices_come_from_the_format(command: str) -> None:
     (option,) = [p for p in main.commands[command].params if p.name == "collection"]
     assert isinstance(option.type, click.Choice)
     assert list(option.type.choices) == [k.value for k in KINDS]
+
+
+# Import cycles other work packages of issue 46 are removing (measure/: WP-A, baseline/: WP-B);
+# each entry goes when its branch merges. An entry that no longer matches a cycle fails the
+# test, so the list only shrinks.
+KNOWN_CYCLES = frozenset(frozenset(f"tpugraphs_tools.{m}" for m in cycle) for cycle in (
+    ("measure.messages", "measure.paired", "measure.racing", "measure.results"),
+    ("measure.device_env", "measure.options", "measure.processes"),
+    ("baseline.markdown", "baseline.report", "baseline.saved"),
+    ("baseline.loading", "baseline.run"),
+))
+REGISTRY = "tpugraphs_tools.programs.registry"
+
+
+def _string_imports() -> dict[tuple[str, str], int]:
+    """(importer, imported) → line of each ``import_module("tpugraphs_tools...")`` with a
+    literal name: imports grimp cannot see, which the registry uses for its plugins."""
+    found: dict[tuple[str, str], int] = {}
+    for path in sorted((ROOT / "tpugraphs_tools").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        importer = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.Call) and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            target = node.args[0].value
+            if name == "import_module" and str(target).startswith("tpugraphs_tools."):
+                found[(importer, str(target))] = node.lineno
+    return found
+
+
+class _Imports:
+    """Every import between tpugraphs_tools modules, at the top, in functions and under
+    TYPE_CHECKING alike (grimp), plus the string imports."""
+
+    def __init__(self) -> None:
+        self.grimp = grimp.build_graph("tpugraphs_tools", cache_dir=None)
+        self.strings = _string_imports()
+        self.static = nx.DiGraph()
+        for module in self.grimp.modules:
+            self.static.add_edges_from(
+                (module, imported) for imported in self.grimp.find_modules_directly_imported_by(module))
+        self.edges = nx.DiGraph(self.static)
+        self.edges.add_edges_from(self.strings)
+
+    def cycles(self) -> set[frozenset[str]]:
+        """Strongly connected components that hold a cycle (a self-import included)."""
+        return {frozenset(c) for c in nx.strongly_connected_components(self.edges)
+                if len(c) > 1 or any(self.edges.has_edge(m, m) for m in c)}
+
+    def closed_by_strings_only(self, cycle: frozenset[str]) -> bool:
+        """Without the string imports, the modules of ``cycle`` import in one direction."""
+        return nx.is_directed_acyclic_graph(self.static.subgraph(cycle))
+
+    def describe(self, cycle: frozenset[str]) -> str:
+        """The cycle's modules, then each import inside it with its lines."""
+        lines = [" <-> ".join(sorted(cycle))]
+        for importer, imported in sorted(self.edges.subgraph(cycle).edges):
+            at = [str(d["line_number"]) for d in self.grimp.get_import_details(
+                importer=importer, imported=imported)]
+            if (importer, imported) in self.strings:
+                at.append(f"{self.strings[importer, imported]} (import_module)")
+            lines.append(f"    {importer}:{','.join(at)} -> {imported}")
+        return "\n".join(lines)
+
+
+def test_only_the_programs_registry_is_a_cycle() -> None:
+    """One cycle is accepted: the programs registry imports its plugin modules by name
+    (``importlib.import_module``) and each of them imports the registry to register itself.
+    Any other cycle fails, listed with the imports that close it."""
+    imports = _Imports()
+    cycles = imports.cycles()
+    registry = {c for c in cycles if REGISTRY in c and imports.closed_by_strings_only(c)}
+    assert registry, "the programs registry closes no cycle through import_module any more: " \
+        "update this test and the Cycles paragraph of docs/architecture.md"
+    unexpected = cycles - registry - KNOWN_CYCLES
+    assert not unexpected, "import cycles:\n" + "\n".join(
+        imports.describe(c) for c in sorted(unexpected, key=sorted))
+    gone = KNOWN_CYCLES - cycles
+    assert not gone, "no longer cycles, remove them from KNOWN_CYCLES: " + "; ".join(
+        " <-> ".join(sorted(c)) for c in gone)

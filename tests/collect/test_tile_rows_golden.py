@@ -21,7 +21,7 @@ import numpy as np
 from tpugraphs_tools.collect import tile as collect_tile
 from tpugraphs_tools.collect.rows import stored_row
 from tpugraphs_tools.configs import KernelConfig
-from tpugraphs_tools.configs.tile import NUM_TILE_FEATURES
+from tpugraphs_tools.configs.kernel_config import NUM_TILE_FEATURES
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
 from tpugraphs_tools.measure import MeasureOptions
 from tpugraphs_tools.measure.messages import DefaultInfo

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import compile as C
 
 _BODY = """

@@ -12,7 +12,7 @@ from tests.hlo_samples import DOT_RESHAPE_HLO
 from tpugraphs_tools.collect.labels import separated_pairs
 from tpugraphs_tools.collect.layout import layout_result, next_control_index
 from tpugraphs_tools.configs import LayoutConfig, layout_space
-from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.hlo import parse_hlo_text
 
 
 def _row(index: int, status: str, relative: float | None, window: int | None,

@@ -10,14 +10,13 @@ import pytest
 
 from tpugraphs_tools._xla_compat import compile_option_exists
 from tpugraphs_tools.collect.kernels import extract_kernels
-from tpugraphs_tools.configs.tile import (
+from tpugraphs_tools.configs.kernel_config import (
     NUM_TILE_FEATURES,
-    CpuKernelOptions,
     KernelConfig,
     KernelConfigSpace,
     bounds_features,
-    default_space,
 )
+from tpugraphs_tools.configs.tile import CpuKernelOptions, default_space
 from tpugraphs_tools.configs.tile_gpu import (
     TritonGemmTiles,
     gemm_dims,

@@ -15,7 +15,8 @@ from tpugraphs_tools.collect.graphs import CollectedGraph, write_graphs
 from tpugraphs_tools.collect.kernels import extract_kernels
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.collect.tile_measure import measure_kernel
-from tpugraphs_tools.configs.tile import CpuKernelOptions, KernelConfig
+from tpugraphs_tools.configs.kernel_config import KernelConfig
+from tpugraphs_tools.configs.tile import CpuKernelOptions
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure.options import MeasureOptions

@@ -10,7 +10,7 @@ import pytest
 
 from tpugraphs_tools import _xla_compat
 from tpugraphs_tools.collect.kernels import extract_kernels
-from tpugraphs_tools.configs.tile import KernelConfig
+from tpugraphs_tools.configs.kernel_config import KernelConfig
 from tpugraphs_tools.configs.tile_gpu import (
     TritonGemmTiles,
     override_key,

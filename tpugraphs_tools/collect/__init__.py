@@ -6,7 +6,8 @@ from tpugraphs_tools.collect.graphs import CollectedGraph, collect_hlo_file, col
 from tpugraphs_tools.collect.layout import collect_layout_configs
 from tpugraphs_tools.collect.plan import load_plan_file, make_item, request_from_plan
 from tpugraphs_tools.collect.progress import BarLine, ProgressEvent, bar_lines, format_eta
-from tpugraphs_tools.collect.run import CollectItem, CollectRequest, CollectSummary, collect
+from tpugraphs_tools.collect.request import CollectItem, CollectRequest
+from tpugraphs_tools.collect.run import CollectSummary, collect
 from tpugraphs_tools.collect.status import collection_status
 from tpugraphs_tools.measure import MeasureOptions
 

@@ -10,14 +10,10 @@ trace) is still found when the item runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tpugraphs_tools.collect.request import CollectItem, CollectRequest, resolve_args
 from tpugraphs_tools.errors import CollectError, HloError, InstallError, ProgramError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import check_file
-
-if TYPE_CHECKING:
-    from tpugraphs_tools.collect.run import CollectItem, CollectRequest
 
 
 def check_request(request: CollectRequest) -> None:
@@ -41,7 +37,6 @@ def check_item(item: CollectItem) -> None:
     """Resolve one item's input: its HLO file read and parsed by tgt's own parser, or its
     program found (a ``module:fn`` imported) and buildable here, with its preset and
     arguments."""
-    from tpugraphs_tools.collect.run import resolve_args
     from tpugraphs_tools.programs import check_buildable, get_program
 
     if item.hlo is not None:

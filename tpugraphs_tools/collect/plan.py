@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tpugraphs_tools.collect.run import CollectItem, CollectRequest
+from tpugraphs_tools.collect.request import CollectItem, CollectRequest
 from tpugraphs_tools.errors import PlanError as PlanError
 from tpugraphs_tools.format import KINDS
 from tpugraphs_tools.measure import OPTION_KEY_ALIASES, MeasureOptions

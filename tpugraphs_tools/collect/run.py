@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.layout import LayoutResult, collect_layout_configs, journal_header
 from tpugraphs_tools.collect.program_names import names_to_keep, program_args_of
 from tpugraphs_tools.collect.progress import ProgressEvent, ProgressTracker, Stage
+from tpugraphs_tools.collect.request import CollectItem, CollectRequest, resolve_args
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
 from tpugraphs_tools.collect.summary import CollectSummary, failure_counts
 from tpugraphs_tools.collect.tile_resume import collect_tiles
@@ -50,59 +51,9 @@ from tpugraphs_tools.store import LOG_DIR, Dataset, dataset_writer
 Progress = Callable[[ProgressEvent], None]
 
 
-@dataclass
-class CollectItem:
-    """One graph to collect: ``program`` (zoo or ``module:fn``) or ``hlo`` (a file path)."""
-
-    program: str | None = None
-    hlo: str | None = None
-    program_args: Any = None               # ProgramArgs (None fields: the preset's defaults)
-    options: MeasureOptions | None = None  # layout: None or configs == 0 is graph only
-    collection: str = "layout"             # "layout" (whole program) | "tile" (its kernels)
-    # the name the dataset already stores this user program under (collect/program_names.py)
-    stored_as: str | None = None
-    # the plan item it came from (errors name it); not part of what is collected
-    where: str | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        if (self.program is None) == (self.hlo is None):
-            raise ValueError("a collect item names exactly one of program or hlo")
-
-    @property
-    def label(self) -> str:
-        return self.program or self.hlo or "?"
-
-    @property
-    def program_name(self) -> str:
-        """The program of an item that has no HLO file."""
-        assert self.program is not None  # __post_init__: one of the two is set
-        return self.program
-
-
-@dataclass
-class CollectRequest:
-    items: list[CollectItem] = field(default_factory=list)
-    out: str = "data/"
-    backend: str | None = None
-    retry_unmeasured: bool = False  # measure again graphs stored unmeasured (failures.py)
-    keep_source_paths: bool = False  # store this machine's paths in HLO and rows (opt-in)
-    # False: worker output (XLA's logging included) goes to <out>/.tgt-logs/collect.log;
-    # True: to this process's stdout/stderr, raw (``tgt collect --verbose``).
-    verbose: bool = False
-
-
 def log_folder(request: CollectRequest) -> Path | None:
     """Where the request's worker output goes (None: the terminal)."""
     return None if request.verbose else Path(request.out) / LOG_DIR
-
-
-def resolve_args(name: str, requested: Any) -> Any:
-    """Fill the preset's image_size/seq_len so every stored graph has explicit arguments."""
-    from tpugraphs_tools.programs import ProgramArgs, default_args, get_program
-
-    requested = requested or ProgramArgs()
-    overrides = {k: v for k, v in requested.as_dict().items() if v is not None and k != "preset"}
-    return default_args(get_program(name), requested.preset, **overrides)
 
 
 def build_graph(item: CollectItem, backend: str | None,

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.configs.tile import KernelConfig, bounds_features
+from tpugraphs_tools.configs.kernel_config import KernelConfig, bounds_features
 from tpugraphs_tools.configs.tile_gpu_limits import (
     DeviceLimits,
     device_limits,

@@ -5,6 +5,7 @@
 
 from tpugraphs_tools.hlo import attributes
 from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
+from tpugraphs_tools.hlo.parse import parse_hlo_text
 from tpugraphs_tools.hlo.paths import (
     absolute_paths,
     portable_graph_row,
@@ -26,7 +27,6 @@ from tpugraphs_tools.hlo.sources import (
 from tpugraphs_tools.hlo.text import (
     computation_header,
     match_close,
-    parse_hlo_text,
     parse_shape,
     split_top_level,
 )

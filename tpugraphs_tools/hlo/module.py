@@ -28,9 +28,6 @@ class Shape:
     def rank(self) -> int:
         return len(self.dims)
 
-    def with_layout(self, minor_to_major: tuple[int, ...]) -> Shape:
-        return Shape(self.element_type, self.dims, tuple(minor_to_major), self.tuple_shapes)
-
     def to_text(self, layout: bool = True) -> str:
         """HLO text of this shape, e.g. ``f32[2,3]{1,0}``."""
         if self.is_tuple:
@@ -101,9 +98,3 @@ class Module:
     @property
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations)
-
-    def opcode_histogram(self) -> dict[str, int]:
-        hist: dict[str, int] = {}
-        for _, inst in self.instructions():
-            hist[inst.opcode] = hist.get(inst.opcode, 0) + 1
-        return hist

@@ -14,7 +14,7 @@ from typing import Any
 
 from tpugraphs_tools.errors import HloParseError, did_you_mean
 from tpugraphs_tools.hlo.module import Module
-from tpugraphs_tools.hlo.text import parse_hlo_text
+from tpugraphs_tools.hlo.parse import parse_hlo_text
 from tpugraphs_tools.hlo.xla import xla_verdict
 
 TEXT_SUFFIXES = (".hlo", ".txt")

@@ -7,7 +7,7 @@ otherwise — instructions split over lines, a whole module on one line, comment
 tokens — is valid HLO too: when a line is not a whole statement, the module is read again by
 the token scanner of ``scan.py``, which yields the same statements. ``build.py`` turns them
 into a :class:`Module` and refuses what XLA's parser refuses (unknown opcodes, undefined
-operands, duplicate names, two modules).
+operands, duplicate names, two modules); ``parse.py`` chains the three (``parse_hlo_text``).
 
 Written by hand rather than through the jaxlib bindings because those expose no shapes, layouts
 or attributes (see docs/features.md).
@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import re
 
-from tpugraphs_tools.errors import HloParseError
 from tpugraphs_tools.errors import StatementError as StatementError
-from tpugraphs_tools.hlo.module import Instruction, Module, Shape
+from tpugraphs_tools.hlo.module import Instruction, Shape
 
 _HEADER = re.compile(r"^(ENTRY\s+)?%?([^\s(){}=,\"]+)\s*(\(.*\)\s*->\s*.*)?\{\s*$")
 _CLOSE = re.compile(r'^\}\s*(?:,\s*execution_thread="([^"]*)")?$')
@@ -256,24 +255,3 @@ def line_statements(text: str) -> list[Statement]:
         raise StatementError("computation is not closed", len(text.splitlines()), layout=True)
     return out
 
-
-def parse_hlo_text(text: str, source: str = "<text>", *, check_opcodes: bool = True,
-                   xla_async: dict[str, list] | None = None) -> Module:
-    """Parse one HLO module from text; raises :class:`HloParseError` naming the source line.
-
-    ``check_opcodes=False`` accepts opcodes outside tgt's table (for text XLA itself accepted);
-    ``xla_async`` gives the names XLA chose for async-wrapped computations (see ``build.py``).
-    """
-    from tpugraphs_tools.hlo.build import build_module, read_statements
-    from tpugraphs_tools.hlo.scan import scan_statements
-
-    try:
-        parts = read_statements(line_statements(text), source)
-    except StatementError as first:
-        try:
-            parts = read_statements(scan_statements(text), source)
-        except StatementError as exc:
-            # the line reader's message quotes the statement: better when it is not later
-            best = first if not first.layout and first.line <= exc.line else exc
-            raise HloParseError(str(best), source=source, line=best.line) from None
-    return build_module(parts, source, check_opcodes=check_opcodes, xla_async=xla_async)

@@ -246,7 +246,8 @@ _BUILTINS_LOADED = False
 
 
 def _load_builtins() -> None:
-    """Import the zoo modules lazily so importing the registry alone stays cheap and acyclic."""
+    """Import the zoo modules lazily so importing the registry alone stays cheap; they import
+    the registry back to register themselves (the one import cycle kept: docs/architecture.md)."""
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         importlib.import_module("tpugraphs_tools.programs.zoo")  # modules call register()

@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -26,8 +26,29 @@ from tpugraphs_tools.store.lock import dataset_lock
 from tpugraphs_tools.store.manifest import MANIFEST, now, sha256_file, stage_manifest
 from tpugraphs_tools.store.schema import to_arrow_table
 
-if TYPE_CHECKING:
-    from tpugraphs_tools.store.dataset import Dataset
+
+class DatasetView(Protocol):
+    """What a transaction reads of the dataset it writes (``dataset.Dataset`` is one): declared
+    here so that the read API may hand out transactions without the two importing each other."""
+
+    root: Path
+    manifest: dict[str, Any]
+
+    def refresh(self) -> None:
+        """Re-read the manifest if another writer committed since it was read."""
+        ...
+
+    def committed(self, manifest: dict[str, Any]) -> None:
+        """Take ``manifest`` as the one just written."""
+        ...
+
+    def table_info(self, name: str) -> tables.TableInfo:
+        """The manifest's record of table ``name`` (its parts and key)."""
+        ...
+
+    def graph_row(self, graph_id: str) -> dict[str, Any]:
+        """The committed graphs.parquet row of ``graph_id``."""
+        ...
 
 
 class Transaction:
@@ -37,14 +58,13 @@ class Transaction:
     until the commit writes each changed table's new part.
     """
 
-    def __init__(self, dataset: Dataset) -> None:
+    def __init__(self, dataset: DatasetView) -> None:
         self.dataset = dataset
         self._graph_rows: dict[str, dict[str, Any]] = {}
         self._config_tables: dict[str, pa.Table] = {}
         # table -> (key column, keys replaced, new row tables) for tables beyond graphs/configs
         self._extra_rows: dict[str, tuple[str, set[Any], list[pa.Table]]] = {}
         self._staged: dict[str, Path] = {}  # relative path -> its staged temp file
-        self._deletes: list[str] = []
         self._devices: list[dict[str, str]] = []
 
     def __enter__(self) -> Transaction:
@@ -96,17 +116,6 @@ class Transaction:
         self._graph_rows[graph_id] = row
         self._stage_file(npz_rel, lambda p: os.replace(npz, p))
 
-    def update_arrays(self, graph_id: str, arrays: dict[str, np.ndarray]) -> None:
-        """Merge ``arrays`` into a graph's npz (e.g. config arrays after measuring)."""
-        npz_rel = f"{GRAPHS_DIR}/{graph_id}.npz"
-        if npz_rel in self._staged:
-            with np.load(self._staged[npz_rel], allow_pickle=False) as npz:
-                current = {k: npz[k] for k in npz.files}
-        else:
-            current = self.dataset.load_arrays(graph_id)
-        current.update(arrays)
-        self._stage_file(npz_rel, lambda p: write_npz(p, current))
-
     def put_configs(self, graph_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Replace every config row of ``graph_id``."""
         self._config_tables[graph_id] = to_arrow_table(
@@ -130,9 +139,6 @@ class Transaction:
     def put_file(self, rel: str, data: bytes) -> None:
         """Add or replace any file under the dataset root (listed + checksummed)."""
         self._stage_file(rel, lambda p: p.write_bytes(data))
-
-    def delete_file(self, rel: str) -> None:
-        self._deletes.append(rel)
 
     def set_graph_field(self, graph_id: str, **fields: Any) -> None:
         row = self._graph_rows.get(graph_id) or self.dataset.graph_row(graph_id)
@@ -176,7 +182,7 @@ class Transaction:
         (root / GRAPHS_DIR).mkdir(parents=True, exist_ok=True)
         manifest = json.loads(json.dumps(ds.manifest))
         renames: list[tuple[Path, Path]] = []
-        drops: list[str] = list(self._deletes)
+        drops: list[str] = []  # table parts rewritten or compacted away
 
         def record(rel: str, tmp: Path) -> None:
             atomic.fsync_path(tmp)  # durable before the commit journal can point at it
@@ -230,5 +236,4 @@ class Transaction:
         self._config_tables.clear()
         self._staged.clear()
         self._extra_rows.clear()
-        self._deletes.clear()
         self._devices.clear()
