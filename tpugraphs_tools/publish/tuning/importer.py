@@ -41,9 +41,8 @@ from tpugraphs_tools.format import (
     Collection,
 )
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file
-from tpugraphs_tools.publish._import import MAX_PART_ROWS
-from tpugraphs_tools.publish._staging import check_separate, staged_dir
-from tpugraphs_tools.publish._tuning_proto import (
+from tpugraphs_tools.publish.staging import MAX_PART_ROWS, check_separate, staged_dir
+from tpugraphs_tools.publish.tuning.proto import (
     OFFICIAL,
     TuningFile,
     decode_tuning_file,
