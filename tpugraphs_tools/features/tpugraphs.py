@@ -232,8 +232,8 @@ class _ModuleIndex:
             root_index[comp.name] = local[comp.root.name]
             if any(marker in comp.name for marker in _SPLIT_MARKERS):
                 splits.append(index)
-        if splits[-1] < module.instruction_count:
-            splits.append(module.instruction_count)
+        if splits[-1] < index:
+            splits.append(index)
         return ix
 
 
