@@ -52,7 +52,7 @@ def test_network_guard_blocks_outside_hosts(no_network: None):
 
 def test_card_yaml_writer_quotes_anything():
     yaml = pytest.importorskip("yaml")
-    from tpugraphs_tools.publish._yaml import dump
+    from tpugraphs_tools.publish.hub.yaml import dump
 
     value = {"license": 'a: "b" # c\n', "n": 3, "ok": True, "none": None, "empty": [],
              "items": [{"name": "x", "list": {"list": "float32", "length": 140}}, "ünï"]}
@@ -225,8 +225,8 @@ def test_publish_without_license_warns_once_saying_how_to_set_it(source_dataset:
 
 def test_card_says_how_many_cpus_the_timed_rows_could_use(source_dataset: Path):
     """One-core and all-core labels are different measurements: the card counts each."""
-    from tpugraphs_tools.publish._card import _collection
-    from tpugraphs_tools.publish._info import provenance
+    from tpugraphs_tools.publish.hub.card import _collection
+    from tpugraphs_tools.publish.hub.info import provenance
 
     ds = Dataset.open(source_dataset)
     plain = provenance(ds.manifest, ds.graphs(), ds.configs())

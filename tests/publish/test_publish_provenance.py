@@ -13,7 +13,7 @@ import pytest
 from tpugraphs_tools.baseline.synthetic import tile_graph
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.publish import export_tpugraphs, import_tpugraphs
-from tpugraphs_tools.publish._provenance import PROVENANCE
+from tpugraphs_tools.publish.tree.provenance import PROVENANCE
 from tpugraphs_tools.store import Dataset
 
 

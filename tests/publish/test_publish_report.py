@@ -118,7 +118,7 @@ def test_stats_show_the_control_noise_floor_and_keep_controls_out_of_configs(
     assert {p.program: (p.pairs, p.pairs_separated) for p in stats.programs
             if p.pairs} == expected
     assert 0 < stats.pairs_separated < stats.pairs
-    from tpugraphs_tools.publish._report_html import report_html
+    from tpugraphs_tools.publish.report.html import report_html
 
     page = report_html("t", stats, [], {})
     assert "held 1.0 in 2/3 batches" in page and "±3.00%" in page
@@ -227,7 +227,7 @@ def test_stats_show_headroom_and_the_noise_ceiling_per_graph(source_dataset: Pat
         pl.col("graph_id") == gid).height * (ok.filter(pl.col("graph_id") == gid).height - 1) // 2
     assert 0 < mine.ceiling.kendall_tau <= 1
     assert all(g.ceiling is None for g in stats.labels if g.graph_id != gid)
-    from tpugraphs_tools.publish._report_html import report_html
+    from tpugraphs_tools.publish.report.html import report_html
 
     page = report_html("t", stats, [], {})
     assert "Per graph: headroom and noise ceiling" in page
@@ -238,7 +238,7 @@ def test_stats_show_headroom_and_the_noise_ceiling_per_graph(source_dataset: Pat
 
 
 def test_report_facts_count_the_cpus_timed_rows_could_use(source_dataset: Path):
-    from tpugraphs_tools.publish._report import _facts
+    from tpugraphs_tools.publish.report.page import _facts
 
     ds = Dataset.open(source_dataset)
     assert _facts(ds.manifest, ds.scan("configs"))["timed on"] == "not recorded"
@@ -260,10 +260,10 @@ def test_headline_counts_only_configs_whose_ci_is_below_1(ci_dataset: Path, tmp_
     assert rooms[unsure].fastest == pytest.approx(0.995)
     assert stats.beats_default() == BeatsDefault(beaten=6, graphs=7, unknown=0)
     assert "beats the default (95% CI below 1) in 6/7 graphs" in stats.label_summary()
-    from tpugraphs_tools.publish._report_html import report_html
+    from tpugraphs_tools.publish.report.html import report_html
 
     assert "in <b>6/7</b> graphs" in report_html("t", stats, [], {})
-    from tpugraphs_tools.publish._report_ci import FASTER, UNRESOLVED, certainty
+    from tpugraphs_tools.publish.report.ci_plots import FASTER, UNRESOLVED, certainty
 
     assert certainty(rooms[unsure].fastest_low, rooms[unsure].fastest_high) == UNRESOLVED
     assert {certainty(r.fastest_low, r.fastest_high) for g, r in rooms.items()
@@ -289,7 +289,7 @@ def test_label_plots_show_a_1_percent_difference_and_keep_legends_off_the_data(
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from tpugraphs_tools.publish._report_plots import PLOTS
+    from tpugraphs_tools.publish.report.plots import PLOTS
 
     ds = Dataset.open(ci_dataset)
     stats = compute_stats(ds.graphs(), ds.configs())
@@ -315,9 +315,9 @@ def test_label_plots_show_a_1_percent_difference_and_keep_legends_off_the_data(
 def test_programs_beyond_the_box_plot_keep_exact_medians_without_quartiles(monkeypatch):
     """Only the programs the box plot draws get quartiles; every program still gets its exact
     median and fastest label (a dataset can have a program per graph)."""
-    from tpugraphs_tools.publish import _report_stats
+    from tpugraphs_tools.publish.report import stats as report_stats
 
-    monkeypatch.setattr(_report_stats, "MAX_BOXES", 2)
+    monkeypatch.setattr(report_stats, "MAX_BOXES", 2)
     rng = np.random.default_rng(0)
     sizes = {"p0": 9, "p1": 30, "p2": 17, "p3": 30}  # p1 and p3 have the most: boxed
     graphs = pl.DataFrame({"graph_id": [f"g{p}" for p in sizes], "program": list(sizes),

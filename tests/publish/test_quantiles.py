@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpugraphs_tools.publish._quantiles import Quantiles, summarize
+from tpugraphs_tools.publish.report.quantiles import Quantiles, summarize
 
 
 def _batches(values: np.ndarray, parts: int):

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 
 from tpugraphs_tools import store
-from tpugraphs_tools.publish import _export
+from tpugraphs_tools.publish.tree import export
 
 
 def test_the_exporter_writes_npz_with_the_stores_writer():
-    assert _export.write_npz is store.write_npz
+    assert export.write_npz is store.write_npz
 
 
 def test_write_npz_creates_the_folder_and_round_trips(tmp_path: Path):

@@ -15,7 +15,7 @@ instructions that carry them. That keeps a 100k-instruction module well under a 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -156,6 +156,116 @@ def _dimensions_row(text: str | None) -> np.ndarray:
     return row
 
 
+@dataclass
+class _ModuleIndex:
+    """What one pass over every instruction gathers, in node order: small integer keys into
+    tables of the distinct shapes, ``dimensions`` texts and sparse-attribute sets, plus the
+    edge endpoints, roots, parameters and splits."""
+
+    names: list[str] = field(default_factory=list)
+    opcodes: list[int] = field(default_factory=list)
+    shape_keys: list[int] = field(default_factory=list)   # node -> its shape in ``shapes``
+    dims_keys: list[int] = field(default_factory=list)    # node -> its text in ``dims_texts``
+    shapes: dict[Shape, int] = field(default_factory=dict)
+    dims_texts: dict[str | None, int] = field(default_factory=dict)
+    # per distinct sparse-attribute key: one instruction that has it, and every node that does
+    sparse: dict[tuple[object, ...], tuple[Instruction, list[int]]] = field(default_factory=dict)
+    roots: list[int] = field(default_factory=list)
+    params: list[int] = field(default_factory=list)
+    param_numbers: list[int] = field(default_factory=list)
+    src: list[int] = field(default_factory=list)          # edge u (consumer or caller)
+    dst: list[int] = field(default_factory=list)          # edge v; -1: names no instruction
+    splits: list[int] = field(default_factory=lambda: [0])
+
+    @classmethod
+    def of(cls, module: Module) -> _ModuleIndex:
+        """The hot loop of ``featurize``: one pass with every table bound to a local name."""
+        ix = cls()
+        names, opcodes, shape_keys, dims_keys = ix.names, ix.opcodes, ix.shape_keys, ix.dims_keys
+        shape_index, dims_index, sparse_index = ix.shapes, ix.dims_texts, ix.sparse
+        roots, params, param_numbers = ix.roots, ix.params, ix.param_numbers
+        src, dst, splits = ix.src, ix.dst, ix.splits
+        root_index: dict[str, int] = {}
+        opcode_ids: dict[str, int] = {}
+        index = 0
+        for comp in module.computations:
+            local = {inst.name: index + i for i, inst in enumerate(comp.instructions)}
+            get_local = local.get
+            for u, inst in enumerate(comp.instructions, start=index):
+                opcode = inst.opcode
+                op_id = opcode_ids.get(opcode)
+                if op_id is None:
+                    op_id = opcode_ids[opcode] = opcode_id(opcode)
+                opcodes.append(op_id)
+                names.append(inst.name)
+                key = shape_index.get(inst.shape)
+                if key is None:
+                    key = shape_index[inst.shape] = len(shape_index)
+                shape_keys.append(key)
+                attrs = inst.attrs
+                dims_text = attrs.get("dimensions") or attrs.get("iota_dimension")
+                key = dims_index.get(dims_text)
+                if key is None:
+                    key = dims_index[dims_text] = len(dims_index)
+                dims_keys.append(key)
+                if inst.is_root:
+                    roots.append(u)
+                if inst.parameter_number:
+                    params.append(u)
+                    param_numbers.append(inst.parameter_number)
+                if opcode in _CONV_LIKE or not _SPARSE_KEYS.isdisjoint(attrs):
+                    sparse_key = (opcode in _CONV_LIKE, opcode == "pad",
+                                  *[attrs.get(k) for k in _SPARSE_ATTRS])
+                    entry = sparse_index.get(sparse_key)
+                    if entry is None:
+                        sparse_index[sparse_key] = (inst, [u])
+                    else:
+                        entry[1].append(u)
+                operands = inst.operands
+                if operands:
+                    src.extend([u] * len(operands))
+                    dst.extend([get_local(op, -1) for op in operands])
+                for callee in inst.called_computations:
+                    src.append(u)
+                    dst.append(root_index[callee])
+            index += len(comp.instructions)
+            root_index[comp.name] = local[comp.root.name]
+            if any(marker in comp.name for marker in _SPLIT_MARKERS):
+                splits.append(index)
+        if splits[-1] < index:
+            splits.append(index)
+        return ix
+
+
+def _node_features(ix: _ModuleIndex) -> np.ndarray:
+    """float32 [n, 140]: each distinct key's columns computed once, gathered per node."""
+    shape_table = np.stack([_shape_row(s) for s in ix.shapes]) if ix.shapes else \
+        np.zeros((0, NUM_NODE_FEATURES), dtype=np.float32)
+    feat = shape_table[np.array(ix.shape_keys, dtype=np.int64)]
+    dims_table = np.stack([_dimensions_row(t) for t in ix.dims_texts]) if ix.dims_texts else \
+        np.zeros((0, 6), dtype=np.float32)
+    feat[:, 31:37] = dims_table[np.array(ix.dims_keys, dtype=np.int64)]
+    feat[ix.roots, 0] = 1.0
+    feat[ix.params, 30] = ix.param_numbers
+    for inst, rows in ix.sparse.values():
+        row = np.zeros(NUM_NODE_FEATURES, dtype=np.float32)
+        row[_EMPTY_PRODUCT_COLUMNS] = 1.0
+        _sparse_features(row, inst)
+        feat[rows, _SPARSE_COLUMNS] = row[_SPARSE_COLUMNS]
+    return feat
+
+
+def _edge_index(ix: _ModuleIndex, n: int) -> np.ndarray:
+    """int64 [m, 2]: the pairs de-duplicated and sorted, operands outside the computation out."""
+    edges = np.array([ix.src, ix.dst], dtype=np.int64).T.reshape(-1, 2)
+    edges = edges[edges[:, 1] >= 0]  # operands naming no instruction of the computation
+    if len(edges):
+        # u * n + v orders pairs lexicographically; unique() sorts and de-duplicates them
+        codes = np.unique(edges[:, 0] * n + edges[:, 1])
+        edges = np.stack([codes // n, codes % n], axis=1)
+    return edges
+
+
 def featurize(module: Module) -> Graph:
     """Featurize every instruction of ``module`` into TpuGraphs arrays.
 
@@ -163,90 +273,8 @@ def featurize(module: Module) -> Graph:
     text, its per-op attributes); the feature rows of each distinct key are computed once and
     gathered with numpy, since real modules repeat a few hundred shapes and windows.
     """
-    n = module.instruction_count
-    names: list[str] = []
-    opcodes: list[int] = []
-    shape_keys: list[int] = []
-    dims_keys: list[int] = []
-    shape_index: dict[Shape, int] = {}
-    dims_index: dict[str | None, int] = {}
-    roots: list[int] = []
-    params: list[int] = []
-    param_numbers: list[int] = []
-    sparse_index: dict[tuple[object, ...], tuple[Instruction, list[int]]] = {}
-    src: list[int] = []
-    dst: list[int] = []
-    splits = [0]
-    root_index: dict[str, int] = {}
-    opcode_ids: dict[str, int] = {}
-    index = 0
-    for comp in module.computations:
-        local = {inst.name: index + i for i, inst in enumerate(comp.instructions)}
-        get_local = local.get
-        for u, inst in enumerate(comp.instructions, start=index):
-            opcode = inst.opcode
-            op_id = opcode_ids.get(opcode)
-            if op_id is None:
-                op_id = opcode_ids[opcode] = opcode_id(opcode)
-            opcodes.append(op_id)
-            names.append(inst.name)
-            key = shape_index.get(inst.shape)
-            if key is None:
-                key = shape_index[inst.shape] = len(shape_index)
-            shape_keys.append(key)
-            attrs = inst.attrs
-            dims_text = attrs.get("dimensions") or attrs.get("iota_dimension")
-            key = dims_index.get(dims_text)
-            if key is None:
-                key = dims_index[dims_text] = len(dims_index)
-            dims_keys.append(key)
-            if inst.is_root:
-                roots.append(u)
-            if inst.parameter_number:
-                params.append(u)
-                param_numbers.append(inst.parameter_number)
-            if opcode in _CONV_LIKE or not _SPARSE_KEYS.isdisjoint(attrs):
-                sparse_key = (opcode in _CONV_LIKE, opcode == "pad",
-                              *[attrs.get(k) for k in _SPARSE_ATTRS])
-                entry = sparse_index.get(sparse_key)
-                if entry is None:
-                    sparse_index[sparse_key] = (inst, [u])
-                else:
-                    entry[1].append(u)
-            operands = inst.operands
-            if operands:
-                src.extend([u] * len(operands))
-                dst.extend([get_local(op, -1) for op in operands])
-            for callee in inst.called_computations:
-                src.append(u)
-                dst.append(root_index[callee])
-        index += len(comp.instructions)
-        root_index[comp.name] = local[comp.root.name]
-        if any(marker in comp.name for marker in _SPLIT_MARKERS):
-            splits.append(index)
-    if splits[-1] < n:
-        splits.append(n)
-
-    shape_table = np.stack([_shape_row(s) for s in shape_index]) if shape_index else \
-        np.zeros((0, NUM_NODE_FEATURES), dtype=np.float32)
-    feat = shape_table[np.array(shape_keys, dtype=np.int64)]
-    dims_table = np.stack([_dimensions_row(t) for t in dims_index]) if dims_index else \
-        np.zeros((0, 6), dtype=np.float32)
-    feat[:, 31:37] = dims_table[np.array(dims_keys, dtype=np.int64)]
-    feat[roots, 0] = 1.0
-    feat[params, 30] = param_numbers
-    for inst, rows in sparse_index.values():
-        row = np.zeros(NUM_NODE_FEATURES, dtype=np.float32)
-        row[_EMPTY_PRODUCT_COLUMNS] = 1.0
-        _sparse_features(row, inst)
-        feat[rows, _SPARSE_COLUMNS] = row[_SPARSE_COLUMNS]
-
-    edges = np.array([src, dst], dtype=np.int64).T.reshape(-1, 2)
-    edges = edges[edges[:, 1] >= 0]  # operands naming no instruction of the computation
-    if len(edges):
-        # u * n + v orders pairs lexicographically; unique() sorts and de-duplicates them
-        codes = np.unique(edges[:, 0] * n + edges[:, 1])
-        edges = np.stack([codes // n, codes % n], axis=1)
-    node_opcode = np.array(opcodes, dtype=np.uint8)
+    ix = _ModuleIndex.of(module)
+    node_opcode = np.array(ix.opcodes, dtype=np.uint8)
     config_ids = np.flatnonzero(np.isin(node_opcode, list(CONFIGURABLE_IDS))).astype(np.int64)
-    return Graph(feat, node_opcode, edges, np.array(splits, dtype=np.int64), config_ids, names)
+    return Graph(_node_features(ix), node_opcode, _edge_index(ix, module.instruction_count),
+                 np.array(ix.splits, dtype=np.int64), config_ids, ix.names)

@@ -1,4 +1,8 @@
-"""Publishing: the official TpuGraphs tree (export/import), HF/Croissant datasets, reports."""
+"""Publishing: the official TpuGraphs tree (export/import), HF/Croissant datasets, reports.
+
+One subpackage per family (``tree``, ``tuning``, ``hub``, ``report``) over the helpers they
+share (``staging``, ``tally``); docs/architecture.md gives their layers.
+"""
 
 from tpugraphs_tools.format import (
     DEFAULT_RATIOS,
@@ -7,23 +11,34 @@ from tpugraphs_tools.format import (
     assign_splits,
     parse_ratios,
 )
-from tpugraphs_tools.publish._export import ExportResult, FilePlan, export_tpugraphs, plan_export
-from tpugraphs_tools.publish._import import (
+from tpugraphs_tools.publish.hub.publish import PublishResult, dataset_name, publish_dataset
+from tpugraphs_tools.publish.report.page import ReportResult, write_report
+from tpugraphs_tools.publish.report.stats import ReportStats, compute_stats
+from tpugraphs_tools.publish.tree.export import (
+    ExportResult,
+    FilePlan,
+    export_tpugraphs,
+    plan_export,
+)
+from tpugraphs_tools.publish.tree.importer import (
     ImportResult,
     arrays_fingerprint,
     import_tpugraphs,
     scan_tree,
 )
-from tpugraphs_tools.publish._official import KEYS, SPLITS, TreeEntry, parse_tree_path, tree_path
-from tpugraphs_tools.publish._publish import PublishResult, dataset_name, publish_dataset
-from tpugraphs_tools.publish._report import ReportResult, write_report
-from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
-from tpugraphs_tools.publish._tuning_import import (
+from tpugraphs_tools.publish.tree.official import (
+    KEYS,
+    SPLITS,
+    TreeEntry,
+    parse_tree_path,
+    tree_path,
+)
+from tpugraphs_tools.publish.tuning.importer import (
     FileSummary,
     TuningImportResult,
     import_tuning_data,
 )
-from tpugraphs_tools.publish._tuning_proto import TuningFile, decode_tuning_file
+from tpugraphs_tools.publish.tuning.proto import TuningFile, decode_tuning_file
 
 __all__ = [
     "DEFAULT_RATIOS", "KEYS", "SPLITS", "SPLIT_BY", "ExportResult", "FilePlan", "FileSummary",

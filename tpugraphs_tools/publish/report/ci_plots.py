@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.publish._report_labels import GraphLabels
-from tpugraphs_tools.publish._report_stats import ReportStats
+from tpugraphs_tools.publish.report.labels import GraphLabels
+from tpugraphs_tools.publish.report.stats import ReportStats
 
 MAX_GRAPHS = 40        # rows of the fastest-config forest plot
 MAX_LABEL_GRAPHS = 20  # rows of the all-labels plot

@@ -14,7 +14,8 @@ import polars as pl
 import pyarrow as pa
 
 from tpugraphs_tools.format import SPLITS, Kind
-from tpugraphs_tools.publish._shards import Shard
+from tpugraphs_tools.publish.hub.shards import Shard
+from tpugraphs_tools.publish.tally import value_counts
 from tpugraphs_tools.store import ConfigCounts
 
 HF_SPLIT = {"train": "train", "valid": "validation", "test": "test"}
@@ -105,15 +106,6 @@ class PublishInfo:
 
     def download_size(self, table: str) -> int:
         return sum(s.size for s in self.shards if s.table == table)
-
-
-def value_counts(frame: pl.DataFrame | pl.LazyFrame, column: str) -> dict[str, int]:
-    """Value → count of a column (a lazy frame is aggregated without loading it)."""
-    if column not in frame.collect_schema().names():
-        return {}
-    counted = frame.lazy().group_by(column).len().collect(engine="streaming")
-    values = Counter({str(v): int(n) for v, n in counted.iter_rows() if v is not None})
-    return dict(sorted(values.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def provenance(manifest: dict[str, Any], graphs: pl.DataFrame,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import polars as pl
 
-from tpugraphs_tools.publish._info import value_counts
-from tpugraphs_tools.publish._report_html import report_html
-from tpugraphs_tools.publish._report_plots import write_plots
-from tpugraphs_tools.publish._report_stats import COLUMNS as STATS_COLUMNS
-from tpugraphs_tools.publish._report_stats import ReportStats, compute_stats
-from tpugraphs_tools.publish._staging import check_separate, staged_dir
+from tpugraphs_tools.publish.report.html import report_html
+from tpugraphs_tools.publish.report.plots import write_plots
+from tpugraphs_tools.publish.report.stats import COLUMNS as STATS_COLUMNS
+from tpugraphs_tools.publish.report.stats import ReportStats, compute_stats
+from tpugraphs_tools.publish.staging import check_separate, staged_dir
+from tpugraphs_tools.publish.tally import value_counts
 from tpugraphs_tools.store import Dataset
 
 PAGE = "index.html"

@@ -20,19 +20,19 @@ import polars as pl
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import DEFAULT_RATIOS, SPLITS, assign_splits
 from tpugraphs_tools.hlo import portable_graph_row
-from tpugraphs_tools.publish._card import card_text
-from tpugraphs_tools.publish._croissant import croissant
-from tpugraphs_tools.publish._info import TABLES, PublishInfo, provenance
-from tpugraphs_tools.publish._official import conform
-from tpugraphs_tools.publish._shards import DEFAULT_SHARD_BYTES, Shard, ShardWriter
-from tpugraphs_tools.publish._staging import check_separate, staged_dir, write_checksums
-from tpugraphs_tools.publish._tables import (
+from tpugraphs_tools.publish.hub.card import card_text
+from tpugraphs_tools.publish.hub.croissant import croissant
+from tpugraphs_tools.publish.hub.info import TABLES, PublishInfo, provenance
+from tpugraphs_tools.publish.hub.shards import DEFAULT_SHARD_BYTES, Shard, ShardWriter
+from tpugraphs_tools.publish.hub.tables import (
     config_tables,
     configs_schema,
     descriptions,
     graph_table,
     graphs_schema,
 )
+from tpugraphs_tools.publish.staging import check_separate, staged_dir, write_checksums
+from tpugraphs_tools.publish.tree.official import conform
 from tpugraphs_tools.store import ConfigCounts, Dataset
 
 CARD, CROISSANT, CHECKSUMS = "README.md", "croissant.json", "SHA256SUMS"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from tpugraphs_tools.publish._info import TABLES, PublishInfo
+from tpugraphs_tools.publish.hub.info import TABLES, PublishInfo
 
 CONFORMS_TO = "http://mlcommons.org/croissant/1.1"
 PARQUET = "application/x-parquet"

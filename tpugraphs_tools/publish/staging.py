@@ -17,6 +17,9 @@ from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.store import check_out_folder, dataset_lock, sha256_file
 
 STAGING_MARK = ".tgt-staging-"
+# Config rows per commit of an import into a staged dataset (tree or tuning data), so one table
+# part (what validate reads at once) stays small.
+MAX_PART_ROWS = 250_000
 
 
 def check_target(out: Path, overwrite: bool) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from html import escape
 
-from tpugraphs_tools.publish._report_labels import GraphLabels, pooled_ceiling
-from tpugraphs_tools.publish._report_stats import ReportStats
+from tpugraphs_tools.publish.report.labels import GraphLabels, pooled_ceiling
+from tpugraphs_tools.publish.report.stats import ReportStats
 from tpugraphs_tools.store import Headroom, NoiseCeiling
 
 _STYLE = """

@@ -23,15 +23,15 @@ import pyarrow as pa
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import TPUGRAPHS_SOURCE, TreeEntry, collection_of, parse_tree_path
 from tpugraphs_tools.parallel import make_pool
-from tpugraphs_tools.publish._npz import read_official_npz
-from tpugraphs_tools.publish._official import conform, num_configs
-from tpugraphs_tools.publish._provenance import (
+from tpugraphs_tools.publish.staging import MAX_PART_ROWS, check_separate, staged_dir
+from tpugraphs_tools.publish.tree.npz import read_official_npz
+from tpugraphs_tools.publish.tree.official import conform, num_configs
+from tpugraphs_tools.publish.tree.provenance import (
     ProvenanceEntry,
     applies,
     entry_key,
     read_provenance,
 )
-from tpugraphs_tools.publish._staging import check_separate, staged_dir
 from tpugraphs_tools.store import ConfigCounts, Dataset, make_graph_id, to_arrow_table
 
 SCRATCH = ".tgt-import"  # worker-written npz files waiting for their commit (removed at the end)
@@ -158,10 +158,6 @@ def folder_of(entry: TreeEntry) -> str:
     """``layout/xla/default/train`` or ``tile/xla/train``: the summary's grouping."""
     parts = [entry.collection, entry.source, entry.search, entry.split]
     return "/".join(p for p in parts if p)
-
-
-# Config rows per commit, so one table part (what validate reads at once) stays small.
-MAX_PART_ROWS = 250_000
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""``tgt import --tuning-data``: the official raw tuning protos → a tgt dataset.
+"""What one module of the official tuning data becomes: a graph, its arrays and config rows.
 
 Each ``ModuleTuningData`` becomes one graph, featurized by tgt from its embedded
 ``xla.HloModuleProto`` exactly as ``tgt collect --hlo`` would, and each of its runs one config
@@ -12,18 +12,13 @@ row. What a run means follows the official encoder (``tuning_data_iterator.cc``)
   the 24 tile features of its kernel/output/input bounds (six values, sum, product; 0 if empty).
 
 Runs that are not timed are kept as ``runtime_error`` rows (the file records no cause).
-The dataset appears at ``out`` only once every file is in.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +36,8 @@ from tpugraphs_tools.format import (
     Collection,
 )
 from tpugraphs_tools.hlo import HloSource, fingerprint, from_file
-from tpugraphs_tools.publish._import import MAX_PART_ROWS
-from tpugraphs_tools.publish._staging import check_separate, staged_dir
-from tpugraphs_tools.publish._tuning_proto import (
-    OFFICIAL,
-    TuningFile,
-    decode_tuning_file,
-    read_tuning_bytes,
-    scan_tuning_file,
-)
-from tpugraphs_tools.store import ConfigCounts, Dataset, make_graph_id
+from tpugraphs_tools.publish.tuning.proto import OFFICIAL, TuningFile
+from tpugraphs_tools.store import make_graph_id
 
 LAYOUT_MAX_TENSORS = 3    # tensors per configurable node (output, input, kernel)
 LAYOUT_MAX_DIMS = 6       # dims kept per tensor
@@ -58,44 +45,6 @@ CONFIG_SPACE = {"layout": "layout", "tile": "tpu-tile-sizes"}  # graphs.config_s
 STRATEGY = "default"      # the search folder export writes them to (layout/xla/default/...)
 ERROR_MESSAGE = "run marked error in the tuning data (the file records no cause)"
 UNTIMED_MESSAGE = "run has no positive compute_time_ns in its ExecutionProfile"
-
-
-@dataclass
-class FileSummary:
-    """What one file held and what became of it."""
-
-    message: str          # official message type, e.g. tpu_graphs.TuningData
-    modules: int
-    graphs: int = 0
-    timed: int = 0
-    failed: int = 0
-
-
-@dataclass
-class TuningImportResult:
-    out: Path
-    graphs: int = 0
-    configs: int = 0
-    timed: int = 0
-    failed: int = 0
-    files: dict[str, FileSummary] = field(default_factory=dict)
-    config_nodes: dict[str, tuple[int, int]] = field(default_factory=dict)  # matched, total
-    warnings: list[str] = field(default_factory=list)
-    counts: ConfigCounts = field(default_factory=ConfigCounts)  # store/counts.py
-
-    def add(self, prep: Prepared) -> None:
-        failed = len(prep.configs) - prep.timed
-        summary = self.files[str(prep.module.file.path)]
-        summary.graphs, summary.timed, summary.failed = (
-            summary.graphs + 1, summary.timed + prep.timed, summary.failed + failed)
-        self.warnings.extend(prep.warnings)
-        self.graphs += 1
-        self.configs += len(prep.configs)
-        self.counts += ConfigCounts.of_rows(r["status"] for r in prep.configs)
-        self.timed += prep.timed
-        self.failed += failed
-        if prep.matched is not None:
-            self.config_nodes[prep.row["graph_id"]] = prep.matched
 
 
 @dataclass
@@ -207,37 +156,75 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
         missing = "runs" if msg.module else "module (xla.HloModuleProto)"
         return f"{module.where}: no {missing}; not imported"
     kind = kind_of(module)
-    if kind is TILE:
-        bare = [i for i, run in enumerate(msg.runs)
-                if not run.op_config.HasField("tile_size_config")]
-        if bare:
-            return (f"{module.where}: runs {_short(bare)} have no tile_size_config; not "
-                    "imported (the official encoder skips such a kernel)")
+    refusal = _bare_tile_runs(module) if kind is TILE else None
+    if refusal is not None:
+        return refusal
     src, graph = read_module(module, scratch)
-    warnings: list[str] = []
-    matched = None
-    if kind is LAYOUT:
-        ours, theirs = graph.node_config_ids.tolist(), [int(i) for i in msg.config_index_to_node]
-        matched = (sum(a == b for a, b in zip(ours, theirs, strict=False)), len(theirs))
-        if ours != theirs:
-            raise TuningDataError(
-                f"{module.where}: config_index_to_node {_short(theirs)} differs from tgt's "
-                f"configurable nodes {_short(ours)} ({matched[0]} of {matched[1]} agree); "
-                "the layout configs would land on the wrong nodes, so it is not imported")
+    matched = _check_config_nodes(module, graph) if kind is LAYOUT else None
     names = [graph.node_names[i] for i in graph.node_config_ids.tolist()]
-    timed = [i for i, run in enumerate(msg.runs) if _timed(run, kind)]
-    default = next((i for i in timed if msg.runs[i].is_default), None)
-    normalizer = None if default is None else int(msg.runs[default].profile.compute_time_ns)
-    if normalizer is None:
+    runs = TimedRuns.of(msg, kind)
+    warnings: list[str] = []
+    if runs.normalizer is None:
         if kind is TILE:
             return (f"{module.where}: no timed run marked is_default, so no normalizer "
                     "(config_runtime_normalizers); not imported")
         warnings.append(f"{module.where}: no timed run marked is_default; its labels have no "
                         "normalizer (the official encoder drops such a module)")
+    arrays = _config_arrays(module, graph, runs, len(names))
+    row = _graph_row(module, src, graph, runs, backend,
+                     num_configurable=len(names) if kind is LAYOUT else 0)
+    return Prepared(module, row, arrays, _config_rows(msg, runs, names), bytes(msg.module),
+                    len(runs.timed), matched, warnings)
+
+
+def _bare_tile_runs(module: Module) -> str | None:
+    """Why a tile module is left out before its HLO is read: runs without tile sizes."""
+    bare = [i for i, run in enumerate(module.message.runs)
+            if not run.op_config.HasField("tile_size_config")]
+    if not bare:
+        return None
+    return (f"{module.where}: runs {_short(bare)} have no tile_size_config; not "
+            "imported (the official encoder skips such a kernel)")
+
+
+def _check_config_nodes(module: Module, graph: Graph) -> tuple[int, int]:
+    """(agreeing, listed) configurable nodes; refuses a module whose layout configs would land
+    on other nodes than tgt's featurizer marks configurable."""
+    theirs = [int(i) for i in module.message.config_index_to_node]
+    ours = graph.node_config_ids.tolist()
+    matched = (sum(a == b for a, b in zip(ours, theirs, strict=False)), len(theirs))
+    if ours != theirs:
+        raise TuningDataError(
+            f"{module.where}: config_index_to_node {_short(theirs)} differs from tgt's "
+            f"configurable nodes {_short(ours)} ({matched[0]} of {matched[1]} agree); "
+            "the layout configs would land on the wrong nodes, so it is not imported")
+    return matched
+
+
+@dataclass(frozen=True)
+class TimedRuns:
+    """Which runs of one module are timed (their order is the npz rows') and the normalizer."""
+
+    kind: Collection
+    timed: list[int]
+    normalizer: int | None  # runtime of the first timed run marked is_default
+
+    @classmethod
+    def of(cls, msg: Any, kind: Collection) -> TimedRuns:
+        timed = [i for i, run in enumerate(msg.runs) if _timed(run, kind)]
+        default = next((i for i in timed if msg.runs[i].is_default), None)
+        normalizer = None if default is None else int(msg.runs[default].profile.compute_time_ns)
+        return cls(kind, timed, normalizer)
+
+
+def _config_arrays(module: Module, graph: Graph, runs: TimedRuns,
+                   num_configurable: int) -> dict[str, np.ndarray]:
+    """The graph's npz arrays, in the official key order of its collection."""
+    msg, timed = module.message, runs.timed
     runtime = np.asarray([msg.runs[i].profile.compute_time_ns for i in timed], dtype=np.int64)
     arrays = graph.arrays()
-    if kind is LAYOUT:
-        nc = len(names)
+    if runs.kind is LAYOUT:
+        nc = num_configurable
         feats = [layout_features(run, nc, f"{module.where} runs[{i}]")  # checks every run
                  for i, run in enumerate(msg.runs)]
         arrays["node_config_feat"] = (np.stack([feats[i] for i in timed]) if timed else
@@ -248,27 +235,38 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
         arrays["config_feat"] = (np.stack([bounds_features(b.kernel_bounds, b.output_bounds,
                                                          b.input_bounds) for b in bounds])
                                  if bounds else np.zeros((0, TILE_CONFIG_WIDTH), np.float32))
-        arrays["config_runtime_normalizers"] = np.full(len(timed), normalizer or 0, np.int64)
+        arrays["config_runtime_normalizers"] = np.full(len(timed), runs.normalizer or 0,
+                                                       np.int64)
     arrays["config_runtime"] = runtime
-    fp = fingerprint(src.module)
-    program = src.module.name
-    row = {
+    return arrays
+
+
+def _graph_row(module: Module, src: HloSource, graph: Graph, runs: TimedRuns, backend: str,
+               num_configurable: int) -> dict[str, Any]:
+    """The graphs-table row, naming the tuning file and module it came from."""
+    kind, fp, program = runs.kind, fingerprint(src.module), src.module.name
+    return {
         "graph_id": make_graph_id(program, fp), "collection": kind.kind.value,
         "program": program,
         "program_args": json.dumps({"tuning_file": module.file.path.name,
                                     "tuning_file_sha256": module.sha256,
                                     "message": f"{OFFICIAL}.{module.file.message}",
                                     "module_index": module.index,
-                                    "module_fingerprint": str(int(msg.fingerprint))},
+                                    "module_fingerprint": str(int(module.message.fingerprint))},
                                    sort_keys=True),
         "source": TPUGRAPHS_SOURCE, "source_path": module.source_path,
         "hlo_stage": kind.hlo_stage, "fingerprint": fp, "backend": backend,
         "device_kind": None, "config_space": CONFIG_SPACE[kind.kind.value],
         "num_nodes": graph.num_nodes, "num_edges": int(graph.edge_index.shape[0]),
-        "num_configurable": len(names) if kind is LAYOUT else 0,
-        "num_configs": len(timed),
+        "num_configurable": num_configurable,
+        "num_configs": len(runs.timed),
     }
-    npz_row = {i: k for k, i in enumerate(timed)}
+
+
+def _config_rows(msg: Any, runs: TimedRuns, names: list[str]) -> list[dict[str, Any]]:
+    """One row per run, timed or not (untimed: ``runtime_error`` with the reason)."""
+    npz_row = {i: k for k, i in enumerate(runs.timed)}
+    normalizer = runs.normalizer
     configs = []
     for i, run in enumerate(msg.runs):
         value = int(run.profile.compute_time_ns) if i in npz_row else None
@@ -276,116 +274,15 @@ def prepare(module: Module, backend: str, scratch: Path) -> Prepared | str:
         configs.append({
             "config_index": i, "strategy": STRATEGY, "seed": None,
             "is_default": bool(run.is_default), "status": "ok" if ok else "runtime_error",
-            "config": _config_json(run, kind, names), "npz_row": npz_row.get(i),
+            "config": _config_json(run, runs.kind, names), "npz_row": npz_row.get(i),
             "runtime_min_ns": value, "default_runtime_ns": normalizer,
             "relative_to_default": (value / normalizer if value is not None and normalizer
                                     else None),
             "error_message": None if ok else (ERROR_MESSAGE if run.error else UNTIMED_MESSAGE),
         })
-    return Prepared(module, row, arrays, configs, bytes(msg.module), len(timed), matched,
-                    warnings)
+    return configs
 
 
 def _short(ids: list[int], limit: int = 8) -> str:
     body = ", ".join(str(i) for i in ids[:limit])
     return f"[{body}{', ...' if len(ids) > limit else ''}] ({len(ids)})"
-
-
-def decode_modules(path: Path) -> Iterator[Module]:
-    """The modules of one file (decoded whole; files are taken one at a time)."""
-    data = read_tuning_bytes(path)
-    tuning = decode_tuning_file(path, data)
-    digest = hashlib.sha256(data).hexdigest()
-    for i, message in enumerate(tuning.modules):
-        yield Module(tuning, i, message, digest)
-
-
-@contextmanager
-def _threads(jobs: int) -> Iterator[ThreadPoolExecutor]:
-    """A thread pool whose queued modules are dropped on an error (not featurized first)."""
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def expand_files(files: Iterable[str | Path]) -> list[Path]:
-    """The files to read: each file as given, each folder's ``*.pb`` (recursively, sorted),
-    so a raw dump of thousands of files needs no shell glob."""
-    paths: list[Path] = []
-    for given in map(Path, files):
-        if given.is_dir():
-            found = sorted(p for p in given.rglob("*.pb") if p.is_file())
-            if not found:
-                raise TuningDataError(f"{given}: folder holds no *.pb tuning files")
-            paths.extend(found)
-        elif given.is_file():
-            paths.append(given)
-        else:
-            raise TuningDataError(f"{given}: no such file")
-    if not paths:
-        raise TuningDataError("no tuning files given")
-    return paths
-
-
-def count_modules(path: Path) -> tuple[str, int]:
-    """(message type, modules) of a file from its top-level fields: refuses a truncated or
-    foreign file before anything is featurized or written."""
-    name, fields = scan_tuning_file(path, read_tuning_bytes(path))
-    return name, (1 if name == "ModuleTuningData" else len(fields))
-
-
-def import_tuning_data(files: Iterable[str | Path], out: str | Path, *, backend: str = "tpu",
-                       overwrite: bool = False, jobs: int = 1, batch_bytes: int = 256 << 20,
-                       progress: Callable[[int, int], None] = lambda _i, _n: None
-                       ) -> TuningImportResult:
-    """Read official tuning protos into a new dataset at ``out`` (renamed into place at the end).
-
-    Every file's wire format is scanned first (a truncated or foreign file is refused before any
-    work); then files are decoded one at a time, so memory holds one file, and committed one
-    at a time. Modules are read on ``jobs`` threads (each parse runs in an XLA child process);
-    the rows do not depend on it. Any error leaves nothing at ``out``.
-    """
-    paths = expand_files(files)
-    for path in paths:
-        check_separate(path, out)
-    result = TuningImportResult(Path(out))
-    total = 0
-    for path in paths:
-        name, count = count_modules(path)
-        result.files[str(path)] = FileSummary(f"{OFFICIAL}.{name}", count)
-        total += count
-    seen: dict[str, str] = {}
-    done = 0
-    with staged_dir(out, overwrite) as stage, _threads(jobs) as pool:
-        dataset = Dataset.open(stage, create=True)
-        scratch = stage / ".tgt-import"
-        scratch.mkdir()
-        tx, pending = dataset.transaction(), 0
-        for path in paths:
-            for prep in pool.map(lambda m: prepare(m, backend, scratch), decode_modules(path)):
-                done += 1
-                progress(done, total)
-                if isinstance(prep, str):
-                    result.warnings.append(prep)
-                    continue
-                graph_id = prep.row["graph_id"]
-                if graph_id in seen:
-                    result.warnings.append(f"{prep.module.where}: same module as "
-                                           f"{seen[graph_id]} (graph {graph_id}); skipped")
-                    continue
-                seen[graph_id] = prep.module.where
-                tx.put_graph(prep.row, prep.arrays, hlo=prep.hlo, hlo_suffix=".hlo.pb")
-                tx.put_configs(graph_id, prep.configs)
-                result.add(prep)
-                pending += sum(a.nbytes for a in prep.arrays.values())
-                if pending >= batch_bytes or tx.pending_rows >= MAX_PART_ROWS:
-                    tx.commit()
-                    pending = 0
-        tx.commit()
-        scratch.rmdir()
-        if not result.graphs:
-            raise TuningDataError("no module of " + ", ".join(str(p) for p in paths)
-                                  + " could be imported: " + "; ".join(result.warnings))
-    return result

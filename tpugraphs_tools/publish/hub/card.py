@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 
 from tpugraphs_tools.format import NODE_FEATURE_WIDTH
-from tpugraphs_tools.publish._info import HF_SPLIT, TABLES, Provenance, PublishInfo
-from tpugraphs_tools.publish._yaml import dump
+from tpugraphs_tools.publish.hub.info import HF_SPLIT, TABLES, Provenance, PublishInfo
+from tpugraphs_tools.publish.hub.yaml import dump
 from tpugraphs_tools.store import ConfigCounts
 
 _HF_SCALARS = {pa.float16(): "float16", pa.float32(): "float32", pa.float64(): "float64",

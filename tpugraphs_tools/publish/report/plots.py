@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tpugraphs_tools.errors import InstallError
-from tpugraphs_tools.publish._report_ci import (
+from tpugraphs_tools.publish.report.ci_plots import (
     MAX_GRAPHS,
     MAX_LABEL_GRAPHS,
     around_one,
@@ -17,7 +17,7 @@ from tpugraphs_tools.publish._report_ci import (
     fastest_per_graph,
     labels_per_graph,
 )
-from tpugraphs_tools.publish._report_stats import (
+from tpugraphs_tools.publish.report.stats import (
     ERROR_STATUSES,
     MAX_BOXES,
     SKIPPED_STATUSES,

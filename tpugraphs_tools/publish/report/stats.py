@@ -3,7 +3,7 @@ sure the labels are (CI widths, the A/A control rows' noise floor).
 
 The configs table is read in batches of whole graphs (``Dataset.key_batches``): counts are
 summed, per-graph figures computed on each graph's rows, and medians and boxes come from
-``_quantiles`` (exact, a few re-reads at most), so memory does not grow with the table.
+``quantiles.py`` (exact, a few re-reads at most), so memory does not grow with the table.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 import polars as pl
 
 from tpugraphs_tools.measure import reason_of
-from tpugraphs_tools.publish._quantiles import Box, Quantiles, summarize
-from tpugraphs_tools.publish._report_labels import GraphLabels, label_stats, pooled_ceiling
+from tpugraphs_tools.publish.report.labels import GraphLabels, label_stats, pooled_ceiling
+from tpugraphs_tools.publish.report.quantiles import Box, Quantiles, summarize
 from tpugraphs_tools.store import (
     CONTROL_STATUSES,
     INFEASIBLE_STATUS,
@@ -155,7 +155,7 @@ class _Tally:
         self.labels: list[GraphLabels] = []
         self.graphs_of: Counter[str] = Counter(self.programs_of.values())
         # a program with all its graphs in one batch hands its values over whole: no bucket
-        # table, no re-read (_quantiles); only the programs the box plot may draw keep one
+        # table, no re-read (quantiles.py); only the programs the box plot may draw keep one
         self.quantiles = Quantiles(MAX_BOXES, _boxable)
         self.failures: Counter[str] = Counter()
 
@@ -278,7 +278,7 @@ def _boxable(group: Hashable) -> bool:
 
 def _boxed(quantiles: Quantiles, programs: set[str]) -> list[tuple[str, str]]:
     """The ("relative", program) groups the box plot draws: the ``MAX_BOXES`` programs with
-    the most measured configs, ties by name (the plot's own choice, _report_plots._top)."""
+    the most measured configs, ties by name (the plot's own choice, plots._top)."""
     ranked = sorted(sorted(p for p in programs if p is not None),
                     key=lambda p: quantiles.count(("relative", p)), reverse=True)
     return [("relative", p) for p in ranked[:MAX_BOXES] if quantiles.count(("relative", p))]

@@ -23,8 +23,9 @@ from tpugraphs_tools.format import (
     assign_splits,
     collection_of,
 )
-from tpugraphs_tools.publish._import import arrays_fingerprint
-from tpugraphs_tools.publish._official import (
+from tpugraphs_tools.publish.staging import check_separate, staged_dir
+from tpugraphs_tools.publish.tree.importer import arrays_fingerprint
+from tpugraphs_tools.publish.tree.official import (
     check_name,
     conform,
     num_configs,
@@ -32,8 +33,7 @@ from tpugraphs_tools.publish._official import (
     take_configs,
     tree_path,
 )
-from tpugraphs_tools.publish._provenance import ProvenanceEntry, record, write_provenance
-from tpugraphs_tools.publish._staging import check_separate, staged_dir
+from tpugraphs_tools.publish.tree.provenance import ProvenanceEntry, record, write_provenance
 from tpugraphs_tools.store import Dataset, write_npz
 
 
