@@ -23,8 +23,6 @@ LONG_FUNCTIONS = {
     "cli/baseline_cmd.py:baseline": 89,
     "collect/layout.py:collect_layout_configs": 84,
     "collect/tile_measure.py:measure_kernel": 154,
-    "features/tpugraphs.py:featurize": 94,
-    "publish/_tuning_import.py:prepare": 84,
 }
 LONG_MODULES: dict[str, int] = {}
 
