@@ -7,6 +7,8 @@ cover every package, so a new package cannot slip past them, and that every face
 from __future__ import annotations
 
 import importlib
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -55,3 +57,13 @@ def test_collection_choices_come_from_the_format(command: str) -> None:
     (option,) = [p for p in main.commands[command].params if p.name == "collection"]
     assert isinstance(option.type, click.Choice)
     assert list(option.type.choices) == [k.value for k in KINDS]
+
+
+def test_the_cli_loads_without_jax_or_flax() -> None:
+    """``tgt --help`` builds every command's flags (baseline's from its records) without
+    importing jax or flax, which cost seconds; the baseline face is lazy for this."""
+    code = ("import sys, tpugraphs_tools.cli; "
+            "print(sorted({'jax', 'flax', 'optax'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
