@@ -262,6 +262,14 @@ def test_mismatched_sidecar_names_the_key(model_copy: Path, edit, key: str) -> N
     assert err.value.key == key and err.value.path == str(model_copy.with_suffix(".json"))
 
 
+def test_an_option_the_records_refuse_names_the_options(trained: Path, model_copy: Path
+                                                      ) -> None:
+    _edit_sidecar(model_copy, lambda d: d["options"].update(segment_method="spectral"))
+    with pytest.raises(ModelFileError, match="segment_method must be one of") as err:
+        predict_dataset(trained, model_copy)
+    assert err.value.key == "options"
+
+
 def test_a_model_saved_before_the_layer_rename_still_loads(trained: Path, model_copy: Path
                                                          ) -> None:
     """Sidecars written before ``ModelConfig.model`` / ``BaselineOptions.model`` became

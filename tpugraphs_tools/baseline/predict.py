@@ -87,20 +87,18 @@ class Prediction:
 
 def _options(loaded: LoadedModel, lazy_configs: bool) -> BaselineOptions:
     """The training run's options, ranking every config of every graph."""
-    opts = loaded.options
-    try:
-        segment_method = str(opts["segment_method"])
-        segment_nodes = int(opts["segment_nodes"])
-        partition = opts["partition"]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise loaded.error(f"unreadable ({type(exc).__name__}: {exc})", "options") from None
+    opts, m = loaded.options, loaded.model
     prepare = dataclasses.replace(loaded.prepare, max_configs=sys.maxsize,
                                   lazy_configs=lazy_configs)
-    m = loaded.model
-    return BaselineOptions(layer=m.layer, hidden=m.hidden, layers=m.layers,
-                           cross_config_attention=m.cross_config_attention, train=loaded.train,
-                           prepare=prepare, segment_method=segment_method,
-                           segment_nodes=segment_nodes, partition=partition)
+    try:
+        return BaselineOptions(layer=m.layer, hidden=m.hidden, layers=m.layers,
+                               cross_config_attention=m.cross_config_attention,
+                               train=loaded.train, prepare=prepare,
+                               segment_method=str(opts["segment_method"]),
+                               segment_nodes=int(opts["segment_nodes"]),
+                               partition=opts["partition"])
+    except (KeyError, TypeError, ValueError) as exc:   # ValueError: a record's own check
+        raise loaded.error(f"unreadable ({type(exc).__name__}: {exc})", "options") from None
 
 
 def _infos(source: GraphSource, loaded: LoadedModel, collection: str | None) -> list[GraphInfo]:
