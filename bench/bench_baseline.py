@@ -66,7 +66,7 @@ def main() -> None:
     write_report(report, out / "baseline_report.json")
     command = "python " + " ".join(["bench/bench_baseline.py", *sys.argv[1:]])
     body = (f"Measured {dt.date.today().isoformat()} with `{command}` on {platform.machine()} "
-            f"(CPU, Python {platform.python_version()}). Model: `{opts.model}`, hidden "
+            f"(CPU, Python {platform.python_version()}). Model: `{opts.layer}`, hidden "
             f"{opts.hidden}, {opts.layers} layers, {opts.train.loss}, {opts.train.epochs} "
             f"epochs, " + (f"GST (METIS segments of ≤ {opts.segment_nodes} nodes, "
                            f"{opts.train.finetune_epochs} head fine-tuning epochs)"

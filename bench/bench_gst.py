@@ -19,14 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
+from tpugraphs_tools.baseline import LAYERS, PrepareOptions, TrainConfig
 from tpugraphs_tools.baseline.batching import Item, pack
 from tpugraphs_tools.baseline.data import GraphInfo, GraphRecord
 from tpugraphs_tools.baseline.gst import fill_missing, stale_inputs
 from tpugraphs_tools.baseline.markdown import replace_subsection
 from tpugraphs_tools.baseline.model import ModelConfig
-from tpugraphs_tools.baseline.prepare import FeatureStats, PrepareOptions, finalize, load_raw
+from tpugraphs_tools.baseline.prepare import FeatureStats, finalize, load_raw
 from tpugraphs_tools.baseline.synthetic import layout_graph
-from tpugraphs_tools.baseline.train import TrainConfig, Trainer
+from tpugraphs_tools.baseline.train import Trainer
 from tpugraphs_tools.partition import partition_graph
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> dict:
                           max_segment_nodes=args.segment_nodes).node_segment
     partition_s = time.perf_counter() - t
     graphs = {"full-graph": finalize(raw, stats), "gst": finalize(raw, stats, seg)}
-    model_cfg = ModelConfig(kind="layout", model=args.model, hidden=args.hidden,
+    model_cfg = ModelConfig(kind="layout", layer=args.layer, hidden=args.hidden,
                             layers=args.layers)
     out = {"nodes": raw.num_nodes, "edges": int(raw.edges.shape[0]),
            "configurable": int(raw.cfg_ids.size), "segments": len(graphs["gst"].segments),
@@ -106,7 +107,7 @@ def markdown(r: dict, args: argparse.Namespace, command: str) -> str:
 noisy, memory numbers are exact).
 
 Synthetic layout graph: {r['nodes']:,} nodes, {r['edges']:,} edges, {r['configurable']:,}
-configurable nodes; model `{args.model}`, hidden {args.hidden}, {args.layers} layers,
+configurable nodes; model `{args.layer}`, hidden {args.hidden}, {args.layers} layers,
 {args.configs} configs per step, one graph per step. GST: {r['segments']} {args.segment_method}
 segments of ≤ ~{args.segment_nodes} nodes (partitioned in {r['partition_s']:.2f} s), backprop
 through 1 sampled segment, the rest from the historical table (stale dropout keep p = 0.5).
@@ -132,7 +133,7 @@ def main() -> None:
     parser.add_argument("--configs", type=int, default=8)
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--layers", type=int, default=3)
-    parser.add_argument("--model", default="sage")
+    parser.add_argument("--layer", default="sage", choices=LAYERS)
     parser.add_argument("--segment-nodes", type=int, default=1000)
     parser.add_argument("--segment-method", default="metis")
     parser.add_argument("--forward-nodes", type=int, default=8192)

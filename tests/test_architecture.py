@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -62,14 +64,12 @@ def test_collection_choices_come_from_the_format(command: str) -> None:
     assert list(option.type.choices) == [k.value for k in KINDS]
 
 
-# Import cycles other work packages of issue 46 are removing (measure/: WP-A, baseline/: WP-B);
+# Import cycles another work package of issue 46 is removing (measure/: WP-A);
 # each entry goes when its branch merges. An entry that no longer matches a cycle fails the
 # test, so the list only shrinks.
 KNOWN_CYCLES = frozenset(frozenset(f"tpugraphs_tools.{m}" for m in cycle) for cycle in (
     ("measure.messages", "measure.paired", "measure.racing", "measure.results"),
     ("measure.device_env", "measure.options", "measure.processes"),
-    ("baseline.markdown", "baseline.report", "baseline.saved"),
-    ("baseline.loading", "baseline.run"),
 ))
 REGISTRY = "tpugraphs_tools.programs.registry"
 
@@ -143,3 +143,13 @@ def test_only_the_programs_registry_is_a_cycle() -> None:
     gone = KNOWN_CYCLES - cycles
     assert not gone, "no longer cycles, remove them from KNOWN_CYCLES: " + "; ".join(
         " <-> ".join(sorted(c)) for c in gone)
+
+
+def test_the_cli_loads_without_jax_or_flax() -> None:
+    """``tgt --help`` builds every command's flags (baseline's from its records) without
+    importing jax or flax, which cost seconds; the baseline face is lazy for this."""
+    code = ("import sys, tpugraphs_tools.cli; "
+            "print(sorted({'jax', 'flax', 'optax'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

@@ -2,6 +2,7 @@
 
 The executor is only the choice of ``map``: local processes (:class:`Pool`) or Ray tasks
 (:class:`RayPool`, ``--executor ray``), with the same ordered, bounded contract.
+:func:`ray_session` is where Ray is started, for the pool and for collect's Ray executor.
 
 Results come back in input order, so a parallel run writes exactly what a serial one does, and
 at most ``2 × jobs`` items are in flight, so memory does not grow with the number of files.
@@ -15,8 +16,11 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
 from itertools import chain, islice
 from typing import Any, TypeVar
+
+from tpugraphs_tools.errors import RayUnavailableError
 
 MIN_PARALLEL = 4  # fewer items than this run in the calling process
 T = TypeVar("T")
@@ -78,45 +82,48 @@ class Pool:
                 job.cancel()
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], jobs: int = 1) -> Iterator[R]:
-    """One-off :meth:`Pool.map` on ``jobs`` processes (1: in this process)."""
-    with Pool(jobs) as pool:
-        yield from pool.map(fn, items)
-
-
 EXECUTORS = ("local", "ray")
+
+
+@contextmanager
+def ray_session(address: str | None = None) -> Iterator[Any]:
+    """The ``ray`` module, joined to the cluster at ``address`` (None: a local instance)
+    unless this process already joined one; shut down on exit only if started here. The one
+    place tgt starts Ray (``--executor ray`` of import, validate and collect)."""
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailableError("--executor ray needs ray: pip install "
+                                  "'tpugraphs-tools[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
 
 
 class RayPool(Pool):
     """:class:`Pool` whose ``map`` runs each item as a Ray task (``--executor ray``): files
     are split across the cluster's nodes, results still come back in input order with a
-    bounded number in flight. Ray is started on first use (``address`` None: a local
-    instance) and shut down on exit when this pool started it. Paths in the items must be
-    readable (and for import writable) at the same place on every node."""
+    bounded number in flight. Ray is started on first use (:func:`ray_session`) and shut down
+    on exit when this pool started it. Paths in the items must be readable (and for import
+    writable) at the same place on every node."""
 
     def __init__(self, address: str | None = None) -> None:
         super().__init__(1)
         self.address = address
+        self._session = ExitStack()
         self._ray: Any = None
-        self._started = False
 
     def __exit__(self, *exc: object) -> None:
-        if self._started:
-            self._ray.shutdown()
+        self._session.close()
 
     def _init(self) -> Any:
         if self._ray is None:
-            try:
-                import ray
-            except ImportError:
-                from tpugraphs_tools.errors import RayUnavailableError
-
-                raise RayUnavailableError("--executor ray needs ray: pip install "
-                                          "'tpugraphs-tools[ray]'") from None
-            if not ray.is_initialized():
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
-                self._started = True
-            self._ray = ray
+            self._ray = self._session.enter_context(ray_session(self.address))
         return self._ray
 
     def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:

@@ -14,10 +14,11 @@ from click.testing import CliRunner
 from tpugraphs_tools.baseline import BaselineOptions, PrepareOptions, TrainConfig, run_baseline
 from tpugraphs_tools.baseline.report import BaselineReport, CollectionReport, Evaluation
 from tpugraphs_tools.baseline.synthetic import tile_graph, write_synthetic_dataset
-from tpugraphs_tools.cli import main
+from tpugraphs_tools.cli import baseline_cmd, main
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import fingerprint, from_lowered
+from tpugraphs_tools.option_info import options_of
 from tpugraphs_tools.store import Dataset, make_graph_id
 from tpugraphs_tools.validate import validate_path
 
@@ -213,6 +214,41 @@ def test_predict_only_flags_are_usage_errors_without_predict(tmp_path: Path, arg
     result = CliRunner().invoke(main, ["baseline", str(tmp_path), *args])
     assert result.exit_code == 2, result.output
     assert says in result.output
+
+
+def test_the_flags_are_the_records_fields(monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path) -> None:
+    """Every option field of the three records is a flag, with the record's default; the CLI
+    builds the records a Python caller would (one --seed for training and the subsample)."""
+    seen: list[BaselineOptions] = []
+    monkeypatch.setattr(baseline_cmd, "_train", lambda _data, opts, _report: seen.append(opts))
+    params = {p.name for p in baseline_cmd.baseline.params}
+    for record in (BaselineOptions, TrainConfig, PrepareOptions):
+        assert set(options_of(record)) <= params, record
+    runner = CliRunner()
+    assert runner.invoke(main, ["baseline", str(tmp_path)]).exit_code == 0
+    assert seen.pop() == BaselineOptions()
+    result = runner.invoke(main, [
+        "baseline", str(tmp_path), "--seed", "3", "--layer", "gcn", "--gst",
+        "--in-memory-configs", "--prune", "--keep-prob", "0.2", "--train-strategy", "random",
+        "--holdout-share", "0.5", "--partition", "metis-8"])
+    assert result.exit_code == 0, result.output
+    assert seen.pop() == BaselineOptions(
+        layer="gcn", holdout_share=0.5, train_strategy="random", partition="metis-8",
+        train=TrainConfig(seed=3, gst=True, keep_prob=0.2),
+        prepare=PrepareOptions(seed=3, prune=True, lazy_configs=False))
+    result = runner.invoke(main, ["baseline", str(tmp_path), "--model", "gcn"])
+    assert result.exit_code == 0 and "deprecated" in result.output
+    assert seen.pop() == BaselineOptions(layer="gcn")
+
+
+def test_a_python_caller_is_held_to_the_flags_ranges() -> None:
+    with pytest.raises(ValueError, match=r"holdout_share must be < 1.0, got 1.0"):
+        BaselineOptions(holdout_share=1.0)
+    with pytest.raises(ValueError, match=r"layer must be one of \['sage', 'gcn'\]"):
+        BaselineOptions(layer="gat")
+    with pytest.raises(ValueError, match=r"configs_per_graph must be >= 2, got 1"):
+        TrainConfig(configs_per_graph=1)
 
 
 def test_model_sage_still_means_the_layer_with_a_warning(tmp_path: Path) -> None:

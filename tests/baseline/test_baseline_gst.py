@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from tpugraphs_tools.baseline import PrepareOptions, TrainConfig
 from tpugraphs_tools.baseline.batching import Item, pack
 from tpugraphs_tools.baseline.data import GraphInfo, GraphRecord
 from tpugraphs_tools.baseline.gst import EmbeddingTable, node_chunks, stale_inputs
 from tpugraphs_tools.baseline.model import ModelConfig
-from tpugraphs_tools.baseline.prepare import FeatureStats, PrepareOptions, finalize, load_raw
+from tpugraphs_tools.baseline.prepare import FeatureStats, finalize, load_raw
 from tpugraphs_tools.baseline.synthetic import layout_graph
-from tpugraphs_tools.baseline.train import TrainConfig, Trainer
+from tpugraphs_tools.baseline.train import Trainer
 from tpugraphs_tools.partition import partition_graph
 
 MODEL = ModelConfig(hidden=16, layers=1)

@@ -252,12 +252,41 @@ def test_garbage_parameters_with_a_matching_digest_are_refused(model_copy: Path)
     (lambda d: d["options"].pop("prepare"), "options.prepare"),
     (lambda d: d.pop("normalisation"), "normalisation"),
     (lambda d: d.update(format_version=99), "format_version"),
+    (lambda d: d["model"].update(model="gcn"), "model.layer"),    # old and new name at once
+    (lambda d: d["options"]["train"].update(loss="l2"), "options.train"),  # not a choice
 ])
 def test_mismatched_sidecar_names_the_key(model_copy: Path, edit, key: str) -> None:
     _edit_sidecar(model_copy, edit)
     with pytest.raises(ModelFileError) as err:
         load_model(model_copy)
     assert err.value.key == key and err.value.path == str(model_copy.with_suffix(".json"))
+
+
+def test_an_option_the_records_refuse_names_the_options(trained: Path, model_copy: Path
+                                                      ) -> None:
+    _edit_sidecar(model_copy, lambda d: d["options"].update(segment_method="spectral"))
+    with pytest.raises(ModelFileError, match="segment_method must be one of") as err:
+        predict_dataset(trained, model_copy)
+    assert err.value.key == "options"
+
+
+def test_a_model_saved_before_the_layer_rename_still_loads(trained: Path, model_copy: Path
+                                                         ) -> None:
+    """Sidecars written before ``ModelConfig.model`` / ``BaselineOptions.model`` became
+    ``layer`` (the graph layer, now that ``--model`` means only the saved model)."""
+    def old_keys(doc: dict) -> None:
+        doc["model"]["model"] = doc["model"].pop("layer")
+        doc["options"]["model"] = doc["options"].pop("layer")
+
+    _edit_sidecar(model_copy, lambda d: d["model"].update(layer="gcn"))
+    _edit_sidecar(model_copy, old_keys)
+    assert "layer" not in json.loads(model_copy.with_suffix(".json").read_text())["model"]
+    assert load_model(model_copy).model.layer == "gcn"
+    _edit_sidecar(model_copy, lambda d: d["model"].update(model="sage"))
+    new = predict_dataset(trained, trained / "baseline" / "model-layout-by-program.msgpack")
+    old = predict_dataset(trained, model_copy)
+    for a, b in zip(new.graphs, old.graphs, strict=True):
+        assert np.array_equal(a.score, b.score)
 
 
 def test_parameters_of_another_architecture_name_the_parameter(trained: Path,

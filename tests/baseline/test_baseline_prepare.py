@@ -6,11 +6,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tpugraphs_tools.baseline import PrepareOptions
 from tpugraphs_tools.baseline.batching import Item, bucket, pack
 from tpugraphs_tools.baseline.data import GraphInfo, GraphRecord
 from tpugraphs_tools.baseline.features import Normalizer, layout_categories, prune_nodes
 from tpugraphs_tools.baseline.hlo_features import EXTRA_FEATURES, extra_features
-from tpugraphs_tools.baseline.prepare import FeatureStats, PrepareOptions, finalize, load_raw
+from tpugraphs_tools.baseline.prepare import FeatureStats, finalize, load_raw
 from tpugraphs_tools.baseline.synthetic import layout_graph
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.format import opcode_id
@@ -73,6 +74,22 @@ def test_segments_cover_graph_and_pack_pads_to_buckets() -> None:
     pad = b.edge_mask == 0
     assert (b.senders[pad] == b.opcode.shape[0] - 1).all()
     assert bucket(1, 8) == 8 and bucket(65, 8) == 128 and bucket(64, 8) == 64
+
+
+def test_senders_are_operands_and_receivers_consumers_as_in_jraph() -> None:
+    """Edge [u, v] means u consumes v: data flows v → u, so v sends and u receives, and a
+    node's operands are the edges it receives (jraph's GraphsTuple convention)."""
+    raw = _raw(n=40)
+    g = finalize(raw, FeatureStats.fit([raw], pad_minus_one=False))
+    b = pack([Item(g, (0,), np.arange(2))], batch_graphs=1, configs=2)
+    edges, n = np.asarray(raw.edges), raw.num_nodes
+    m = edges.shape[0]
+    assert b.senders[:m].tolist() == edges[:, 1].tolist()
+    assert b.receivers[:m].tolist() == edges[:, 0].tolist()
+    operands = np.bincount(edges[:, 0], minlength=n)
+    users = np.bincount(edges[:, 1], minlength=n)
+    np.testing.assert_allclose(b.w_in[:n], 1 / np.maximum(operands, 1))
+    np.testing.assert_allclose(b.w_out[:n], 1 / np.maximum(users, 1))
 
 
 def test_hlo_extra_features_from_real_program() -> None:

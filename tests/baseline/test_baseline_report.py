@@ -4,6 +4,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 
 from tpugraphs_tools.baseline.markdown import report_markdown
 from tpugraphs_tools.baseline.report import (
@@ -13,8 +14,8 @@ from tpugraphs_tools.baseline.report import (
     GraphScore,
     SplitPolicy,
     TrainStats,
-    report_bytes,
 )
+from tpugraphs_tools.baseline.report_files import report_bytes
 
 
 def _evaluation(holdout: str) -> Evaluation:
@@ -30,12 +31,12 @@ def _evaluation(holdout: str) -> Evaluation:
                       ["a note"], **extra)
 
 
-def _report() -> BaselineReport:
+def _report(layer_key: str = "layer") -> BaselineReport:
     section = CollectionReport("layout", 1, 1, "by-program", {
         "by-program": _evaluation("programs"), "within-graph": _evaluation("configs")},
         ["collection note"])
     return BaselineReport("0.0", {"python": "3.11", "jax": None}, "ds",
-                          {"model": "sage", "train": {"epochs": 2, "loss": "listmle"}},
+                          {layer_key: "gcn", "train": {"epochs": 2, "loss": "listmle"}},
                           SplitPolicy("by-program", [0.8, 0.1, 0.1], 0, 0.3, 4),
                           {"layout": section}, {"tile": "nothing to score"})
 
@@ -51,6 +52,11 @@ def test_json_keeps_the_report_layout_and_is_json_safe() -> None:
                    "nodes": 30, "model": {"kendall_tau": 0.5, "opa": None}}
     assert by_program["train"]["compiles"] == {"step": 1}
     assert doc["split"]["ratios"] == [0.8, 0.1, 0.1] and doc["skipped"] == {"tile": "nothing to score"}
+
+
+@pytest.mark.parametrize("layer_key", ["layer", "model"])   # "model": reports of older tgt
+def test_markdown_names_the_layer_under_either_key(layer_key: str) -> None:
+    assert "- model gcn, 2 epochs, loss listmle" in report_markdown(_report(layer_key))
 
 
 def test_markdown_lists_every_note_and_the_skipped_collection() -> None:

@@ -107,7 +107,7 @@ def test_lost_task_is_resubmitted_and_stored_once(tmp_path, local_ray, reference
     messages: list[str] = []
     _collect(local_ray, _crashing_task(tmp_path / "run", crashes=1),
              request_from_plan(_plan(str(hlo), str(ray_out))), chunk_size=4, max_attempts=3,
-             progress=lambda _m: None, notice=messages.append, started_here=False)
+             progress=lambda _m: None, notice=messages.append)
     lost = [m for m in messages if "task lost (WorkerCrashedError" in m]
     assert len(lost) == 1 and "resubmitted, attempt 2 of 3" in lost[0], messages
     assert len(list(tmp_path.glob("run.*"))) == 2  # the one chunk, submitted twice
@@ -126,7 +126,7 @@ def test_task_lost_every_time_stops_with_a_clear_error(tmp_path, local_ray, refe
     with pytest.raises(CollectError, match=r"configs 0-3: lost 2 times, giving up"):
         _collect(local_ray, _crashing_task(tmp_path / "run", crashes=99),
                  request_from_plan(_plan(str(hlo), str(out))), chunk_size=4, max_attempts=2,
-                 progress=lambda _m: None, notice=lambda _m: None, started_here=False)
+                 progress=lambda _m: None, notice=lambda _m: None)
     assert len(list(tmp_path.glob("run.*"))) == 2  # submitted exactly max_attempts times
     assert not (out / "graphs").exists() or not any((out / "graphs").iterdir())
 

@@ -33,11 +33,11 @@ class Batch(NamedTuple):
     layout_cat: np.ndarray  # int32 [N, 6] or [N, 0]
     node_seg: np.ndarray    # int32 [N] segment slot; padding → S
     node_mask: np.ndarray   # float32 [N]
-    senders: np.ndarray     # int32 [M] consumer u of edge [u, v]
-    receivers: np.ndarray   # int32 [M] operand v
+    senders: np.ndarray     # int32 [M] operand v of edge [u, v] (u consumes v)
+    receivers: np.ndarray   # int32 [M] consumer u: data flows senders → receivers (jraph's)
     edge_mask: np.ndarray   # float32 [M]
-    w_in: np.ndarray        # float32 [N] 1 / #operands
-    w_out: np.ndarray       # float32 [N] 1 / #users
+    w_in: np.ndarray        # float32 [N] 1 / #operands (edges received)
+    w_out: np.ndarray       # float32 [N] 1 / #users (edges sent)
     gcn_edge: np.ndarray    # float32 [M] 1/sqrt(d_u d_v) of A + Aᵀ + I
     gcn_self: np.ndarray    # float32 [N] 1/d
     cfg_node: np.ndarray    # int32 [K] configurable node index; padding → N - 1
@@ -146,8 +146,8 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
         extra[n:n + ns] = g.extra[seg.nodes]
         layout_cat[n:n + ns] = g.layout_cat[seg.nodes]
         node_seg[n:n + ns] = i
-        senders[m:m + ms] = seg.edges[:, 0] + n
-        receivers[m:m + ms] = seg.edges[:, 1] + n
+        senders[m:m + ms] = seg.edges[:, 1] + n
+        receivers[m:m + ms] = seg.edges[:, 0] + n
         if per_node and seg.cfg_pos.size:
             ks, cc = seg.cfg_pos.size, it.configs.size
             cfg_node[k:k + ks] = seg.cfg_local + n
@@ -158,8 +158,8 @@ def pack(items: list[Item], *, batch_graphs: int, configs: int) -> Batch:
         n, m = n + ns, m + ms
     node_mask = (np.arange(N) < n).astype(np.float32)
     edge_mask = (np.arange(M) < m).astype(np.float32)
-    indeg = np.bincount(senders[:m], minlength=N).astype(np.float32)
-    outdeg = np.bincount(receivers[:m], minlength=N).astype(np.float32)
+    indeg = np.bincount(receivers[:m], minlength=N).astype(np.float32)
+    outdeg = np.bincount(senders[:m], minlength=N).astype(np.float32)
     deg = indeg + outdeg + 1.0
     graph_cfg, target, valid, bounds = config_arrays(items, batch_graphs=B, configs=C)
     return Batch(

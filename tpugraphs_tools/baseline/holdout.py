@@ -13,10 +13,10 @@ import zlib
 
 import numpy as np
 
+from tpugraphs_tools.baseline.options import DEFAULT_SHARE
 from tpugraphs_tools.baseline.prepare import RawGraph
 
 MIN_CONFIGS = 4
-DEFAULT_SHARE = 0.3  # held-out share of each graph's configs
 
 
 def split_configs(graph_id: str, count: int, seed: int, share: float = DEFAULT_SHARE

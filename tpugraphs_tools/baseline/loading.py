@@ -10,7 +10,6 @@ are open at a time, so memory does not grow with the number of graphs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from tpugraphs_tools.baseline.configstore import ConfigCache
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource
 from tpugraphs_tools.baseline.defaults import default_row
 from tpugraphs_tools.baseline.graphstore import LRU_GRAPHS, GraphStore, Stored, digest
+from tpugraphs_tools.baseline.options import BaselineOptions
 from tpugraphs_tools.baseline.prepare import (
     RAW_ARRAYS,
     FeatureStats,
@@ -33,15 +33,12 @@ from tpugraphs_tools.baseline.prepare import (
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.partition import dense_relabel, load_partition, partition_graph
 
-if TYPE_CHECKING:
-    from tpugraphs_tools.baseline.run import BaselineOptions
-
 Progress = Callable[[str], None]
 
 
 class Loader:
-    """Loads a collection's graphs from ``source`` with the options ``opts`` (run.py's
-    BaselineOptions), on the path ``opts.prepare.lazy_configs`` selects."""
+    """Loads a collection's graphs from ``source`` with the options ``opts``, on the path
+    ``opts.prepare.lazy_configs`` selects."""
 
     def __init__(self, source: GraphSource, opts: BaselineOptions) -> None:
         self.source, self.opts = source, opts

@@ -95,14 +95,15 @@ def report_markdown(report: BaselineReport) -> str:
     split = report.split
     versions = ", ".join(f"{k} {v}" for k, v in report.versions.items() if v)
     options = report.options
+    layer = options.get("layer", options.get("model"))   # "model": reports of older tgt
     lines = [f"# tgt baseline report: {report.source}", "",
              f"- tgt {report.tgt_version}; {versions}",
              f"- programs split {split.policy} "
              f"{'/'.join(f'{r:g}' for r in split.ratios)} (seed {split.seed}); "
              f"within each graph {split.within_graph_share:g} of the configs held out "
              f"(graphs with ≥ {split.within_graph_min_configs} configs)",
-             f"- model {options['model']}, {options['train']['epochs']} "
-             f"epochs, loss {options['train']['loss']}", "",
+             f"- model {layer}, {options['train']['epochs']} epochs, "
+             f"loss {options['train']['loss']}", "",
              results_markdown(report), headroom_markdown(report)]
     for name, reason in report.skipped.items():
         lines.append(f"- {name}: not scored: {reason}")

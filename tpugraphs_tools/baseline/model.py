@@ -17,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpugraphs_tools.baseline.batching import Batch, Stale
+from tpugraphs_tools.baseline.options import BaselineOptions
 from tpugraphs_tools.format import OPCODE_NAMES, collection_of
+from tpugraphs_tools.option_info import default_of
 
 NUM_VALUES = 8  # layout values −1..6 → 0..7
 # A Batch/Stale field: a host array, a tracer once the step is jitted.
@@ -26,13 +28,16 @@ Arr = jax.Array | np.ndarray
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """What builds one model (saved in its sidecar, ``"model"``); the defaults are
+    :class:`BaselineOptions`'."""
+
     kind: str = "layout"                  # "layout" | "tile"
-    model: str = "sage"                   # "sage" | "gcn"
-    hidden: int = 64
-    layers: int = 3
+    layer: str = default_of(BaselineOptions, "layer")       # options.LAYERS: sage | gcn
+    hidden: int = default_of(BaselineOptions, "hidden")
+    layers: int = default_of(BaselineOptions, "layers")
     opcode_dim: int = 32
     value_dim: int = 8
-    cross_config_attention: bool = False
+    cross_config_attention: bool = default_of(BaselineOptions, "cross_config_attention")
 
 
 def _segment_sum(x: Arr, ids: Arr, n: int) -> jax.Array:
@@ -49,8 +54,8 @@ class SageLayer(nn.Module):
         n = h.shape[0]
         x = nn.LayerNorm()(h)
         em = b.edge_mask[:, None, None]
-        agg_in = _segment_sum(x[b.receivers] * em, b.senders, n) * b.w_in[:, None, None]
-        agg_out = _segment_sum(x[b.senders] * em, b.receivers, n) * b.w_out[:, None, None]
+        agg_in = _segment_sum(x[b.senders] * em, b.receivers, n) * b.w_in[:, None, None]
+        agg_out = _segment_sum(x[b.receivers] * em, b.senders, n) * b.w_out[:, None, None]
         y = nn.Dense(self.hidden)(jnp.concatenate([x, agg_in, agg_out], -1))
         return h + nn.Dense(self.hidden)(nn.gelu(y))
 
@@ -65,8 +70,8 @@ class GcnLayer(nn.Module):
         n = h.shape[0]
         x = nn.Dense(self.hidden)(nn.LayerNorm()(h))
         w = b.gcn_edge[:, None, None]
-        agg = (_segment_sum(x[b.receivers] * w, b.senders, n)
-               + _segment_sum(x[b.senders] * w, b.receivers, n)
+        agg = (_segment_sum(x[b.senders] * w, b.receivers, n)
+               + _segment_sum(x[b.receivers] * w, b.senders, n)
                + x * b.gcn_self[:, None, None])
         return h + nn.Dense(self.hidden)(nn.gelu(agg))
 
@@ -91,7 +96,7 @@ class SegmentEncoder(nn.Module):
             emb = nn.Dense(c.hidden)(emb.reshape(*emb.shape[:2], -1))        # slots × V
             emb = emb * b.cfg_mask[:, None, None]
             x = jnp.broadcast_to(x, (n, cn, c.hidden)).at[b.cfg_node].add(emb)
-        layer = SageLayer if c.model == "sage" else GcnLayer
+        layer = SageLayer if c.layer == "sage" else GcnLayer
         for _ in range(c.layers):
             x = layer(c.hidden)(x, b)
         # no final LayerNorm: per-node magnitudes carry "how much does this node cost"

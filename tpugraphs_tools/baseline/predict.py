@@ -26,9 +26,10 @@ import numpy as np
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, open_source
 from tpugraphs_tools.baseline.loading import Loader
 from tpugraphs_tools.baseline.metrics import graph_metrics, mean_metrics
+from tpugraphs_tools.baseline.options import BaselineOptions
 from tpugraphs_tools.baseline.prepare import PreparedGraph, RawGraph
-from tpugraphs_tools.baseline.report import REPORT_DIR, Metrics, json_safe
-from tpugraphs_tools.baseline.run import BaselineOptions
+from tpugraphs_tools.baseline.report import Metrics, json_safe
+from tpugraphs_tools.baseline.report_files import REPORT_DIR
 from tpugraphs_tools.baseline.saved import LoadedModel, load_model
 from tpugraphs_tools.baseline.train import Trainer
 from tpugraphs_tools.baseline.trivial import label_ci
@@ -86,20 +87,18 @@ class Prediction:
 
 def _options(loaded: LoadedModel, lazy_configs: bool) -> BaselineOptions:
     """The training run's options, ranking every config of every graph."""
-    opts = loaded.options
-    try:
-        segment_method = str(opts["segment_method"])
-        segment_nodes = int(opts["segment_nodes"])
-        partition = opts["partition"]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise loaded.error(f"unreadable ({type(exc).__name__}: {exc})", "options") from None
+    opts, m = loaded.options, loaded.model
     prepare = dataclasses.replace(loaded.prepare, max_configs=sys.maxsize,
                                   lazy_configs=lazy_configs)
-    m = loaded.model
-    return BaselineOptions(model=m.model, hidden=m.hidden, layers=m.layers,
-                           cross_config_attention=m.cross_config_attention, train=loaded.train,
-                           prepare=prepare, segment_method=segment_method,
-                           segment_nodes=segment_nodes, partition=partition)
+    try:
+        return BaselineOptions(layer=m.layer, hidden=m.hidden, layers=m.layers,
+                               cross_config_attention=m.cross_config_attention,
+                               train=loaded.train, prepare=prepare,
+                               segment_method=str(opts["segment_method"]),
+                               segment_nodes=int(opts["segment_nodes"]),
+                               partition=opts["partition"])
+    except (KeyError, TypeError, ValueError) as exc:   # ValueError: a record's own check
+        raise loaded.error(f"unreadable ({type(exc).__name__}: {exc})", "options") from None
 
 
 def _infos(source: GraphSource, loaded: LoadedModel, collection: str | None) -> list[GraphInfo]:

@@ -31,21 +31,9 @@ from tpugraphs_tools.baseline.mismatch import (
     DefaultDiff,
     MismatchCounter,
 )
+from tpugraphs_tools.baseline.options import PrepareOptions
 from tpugraphs_tools.features import NUM_NODE_FEATURES
 from tpugraphs_tools.format import TILE_CONFIG_WIDTH
-
-
-@dataclass(frozen=True)
-class PrepareOptions:
-    prune: bool = False
-    pad_minus_one: bool = False     # node layout columns → categories with −1 padding
-    mismatch_features: bool = False  # layout: operand layout mismatch counts (mismatch.py)
-    default_slots: bool = False      # layout: per node, its slots unlike the default config's
-    hlo_features: bool = False
-    max_configs: int = 1000         # per graph, seeded subsample beyond this
-    seed: int = 0
-    lazy_configs: bool = True       # per-config arrays from the repacked cache (configstore)
-
 
 RAW_ARRAYS = ("opcode", "feat", "extra", "edges", "cfg_ids", "kept_nodes")
 PREPARED_ARRAYS = ("opcode", "feat", "extra", "layout_cat", "cfg_ids")

@@ -1,32 +1,21 @@
-"""Where a baseline report goes: beside the data it scores, as JSON and Markdown.
+"""The typed baseline report: what ``run_baseline`` returns, ``to_json`` is report.json.
 
-In a tgt dataset the two files are committed through the dataset's transaction, so they are
-listed in the manifest and ``tgt validate`` stays clean; in an official tree they are plain
-files in ``baseline/`` (tree readers only look at ``*.npz``).
+Where the report is written (beside the data, with its models) is ``report_files.py``; its
+Markdown is ``markdown.py``.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import platform
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tpugraphs_tools.store import BeatsDefault, Headroom, beats_default
 
-if TYPE_CHECKING:   # saved.py imports this module (versions)
+if TYPE_CHECKING:   # an Evaluation holds its model; saving it is report_files.py's
     from tpugraphs_tools.baseline.saved import SavedModel
-
-PARAMS_SUFFIX = ".msgpack"     # a saved model's parameters (saved.py)
-REPORT_DIR = "baseline"
-REPORT_JSON = f"{REPORT_DIR}/report.json"
-REPORT_MD = f"{REPORT_DIR}/report.md"
-_PACKAGES = ("jax", "jaxlib", "flax", "optax", "numpy", "scipy")
 
 
 # Metrics per ranking method ("model", "random", ...; rankers.py) of one graph or one split;
@@ -91,7 +80,7 @@ class Evaluation:
             "results": self.results, "per_graph": [g.to_json() for g in self.per_graph],
             "notes": self.notes, "methods": self.methods}
         if self.model is not None:     # beside report.json; `tgt baseline --predict` reads it
-            out["model_file"] = self.model.stem + PARAMS_SUFFIX
+            out["model_file"] = self.model.params_file
         extra = {"configs": self.configs, "share": self.share, "min_configs": self.min_configs}
         return {**out, **{k: v for k, v in extra.items() if v is not None}}
 
@@ -172,61 +161,3 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def versions() -> dict[str, str | None]:
-    """Python and the packages whose versions change the numbers."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def report_bytes(report: BaselineReport) -> tuple[bytes, bytes]:
-    """(JSON, Markdown) of one report."""
-    from tpugraphs_tools.baseline.markdown import report_markdown
-
-    return ((json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n").encode(),
-            report_markdown(report).encode())
-
-
-def model_files(report: BaselineReport) -> dict[str, bytes]:
-    """File name → bytes of every evaluation's saved model (parameters + sidecar)."""
-    return {name: data for _, ev in report.evaluations() if ev.model is not None
-            for name, data in ev.model.files().items()}
-
-
-def write_report(report: BaselineReport, path: str | Path) -> list[Path]:
-    """JSON at ``path``, Markdown beside it (same name, ``.md``), then the saved models in the
-    same folder; the models are written first, so a report never names a missing model."""
-    data, markdown = report_bytes(report)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    models = [path.parent / name for name in model_files(report)]
-    for target, body in zip(models, model_files(report).values(), strict=True):
-        target.write_bytes(body)
-    path.write_bytes(data)
-    md = path.with_suffix(".md")
-    md.write_bytes(markdown)
-    return [path, md, *models]
-
-
-def save_report(report: BaselineReport, data: str | Path) -> list[Path]:
-    """Store the report and models inside ``data`` (a tgt dataset or an official tree):
-    [report.json, report.md, model files...]."""
-    from tpugraphs_tools.store import MANIFEST, Dataset
-
-    root = Path(data)
-    if not (root / MANIFEST).exists():
-        return write_report(report, root / REPORT_JSON)
-    body, markdown = report_bytes(report)
-    models = model_files(report)
-    with Dataset.open(root).transaction() as tx:
-        for name, model in models.items():
-            tx.put_file(f"{REPORT_DIR}/{name}", model)
-        tx.put_file(REPORT_JSON, body)
-        tx.put_file(REPORT_MD, markdown)
-    return [root / REPORT_JSON, root / REPORT_MD, *(root / REPORT_DIR / n for n in models)]

@@ -8,12 +8,9 @@ a single collected program is scored too.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -22,11 +19,12 @@ from tpugraphs_tools.baseline.ceiling import per_graph_shares, pooled_shares
 from tpugraphs_tools.baseline.data import GraphInfo, GraphSource, TgtSource, open_source
 from tpugraphs_tools.baseline.defaults import default_rows
 from tpugraphs_tools.baseline.headroom import collection_headroom
-from tpugraphs_tools.baseline.holdout import DEFAULT_SHARE, MIN_CONFIGS, holdout_views
+from tpugraphs_tools.baseline.holdout import MIN_CONFIGS, holdout_views
 from tpugraphs_tools.baseline.loading import Loader
 from tpugraphs_tools.baseline.metrics import graph_metrics, mean_metrics
 from tpugraphs_tools.baseline.model import ModelConfig
-from tpugraphs_tools.baseline.prepare import FeatureStats, PreparedGraph, PrepareOptions, RawGraph
+from tpugraphs_tools.baseline.options import BaselineOptions
+from tpugraphs_tools.baseline.prepare import FeatureStats, PreparedGraph, RawGraph
 from tpugraphs_tools.baseline.rankers import ORDER, Rankers, described
 from tpugraphs_tools.baseline.report import (
     BaselineReport,
@@ -36,41 +34,17 @@ from tpugraphs_tools.baseline.report import (
     Metrics,
     SplitPolicy,
     TrainStats,
-    versions,
 )
 from tpugraphs_tools.baseline.saved import SavedModel
 from tpugraphs_tools.baseline.splits import split_graph_infos
-from tpugraphs_tools.baseline.train import TrainConfig, Trainer
+from tpugraphs_tools.baseline.train import Trainer
 from tpugraphs_tools.baseline.trivial import label_ci
-from tpugraphs_tools.errors import DatasetError
-from tpugraphs_tools.errors import NothingToScore as NothingToScore
+from tpugraphs_tools.baseline.versions import versions
+from tpugraphs_tools.errors import DatasetError, NothingToScore
 from tpugraphs_tools.format import DEFAULT_RATIOS, collection_of
 
 Progress = Callable[[str], None]
 EVAL_SPLITS = ("valid", "test")
-HOLDOUTS = ("auto", "programs", "configs")
-
-
-@dataclass(frozen=True)
-class BaselineOptions:
-    model: str = "sage"
-    hidden: int = 64
-    layers: int = 3
-    cross_config_attention: bool = False
-    train: TrainConfig = field(default_factory=TrainConfig)
-    prepare: PrepareOptions = field(default_factory=PrepareOptions)
-    collection: str | None = None
-    segment_method: str = "metis"
-    segment_nodes: int = 1000
-    partition: str | None = None    # stored partition name (tgt datasets), e.g. metis-64
-    holdout: str = "auto"           # auto (both when possible) | programs | configs
-    holdout_share: float = DEFAULT_SHARE  # within-graph: held-out share of each graph's configs
-    train_strategy: str | None = None  # by-program: train only on graphs of this strategy
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 
 
 def evaluate(trainer: Trainer, graphs: list[PreparedGraph], rankers: Rankers
@@ -119,7 +93,7 @@ def train_and_score(train: list[PreparedGraph], scored: list[PreparedGraph],
     """Fit one model on ``train`` and score ``scored`` (valid/test graphs or views); the
     model comes back ready to save (``feature_stats``: the normalisation it was fitted on)."""
     kind = train[0].info.kind
-    model_cfg = ModelConfig(kind=kind, model=opts.model, hidden=opts.hidden, layers=opts.layers,
+    model_cfg = ModelConfig(kind=kind, layer=opts.layer, hidden=opts.hidden, layers=opts.layers,
                             cross_config_attention=opts.cross_config_attention)
     start = time.perf_counter()
     trainer = Trainer(model_cfg, opts.train, train[0])
@@ -214,8 +188,6 @@ def run_collection(source: GraphSource, infos: list[GraphInfo], opts: BaselineOp
         raise NothingToScore(f"{source.name}: collection {name!r} has no graph with measured "
                              f"configs; {_what_to_collect(source)}")
     evaluations: dict[str, Evaluation] = {}
-    if opts.holdout not in HOLDOUTS:
-        raise DatasetError(f"holdout {opts.holdout!r}: expected one of {', '.join(HOLDOUTS)}")
     defaults = default_rows(source, [r.info for r in raws], loader.configs)
     if opts.holdout in ("auto", "programs"):
         program_eval, skipped = by_program(raws, loader, opts, progress, split_method,

@@ -24,16 +24,20 @@ from flax.traverse_util import flatten_dict
 from tpugraphs_tools import __version__
 from tpugraphs_tools.baseline.features import Normalizer
 from tpugraphs_tools.baseline.model import ModelConfig
-from tpugraphs_tools.baseline.prepare import FeatureStats, PrepareOptions
-from tpugraphs_tools.baseline.report import PARAMS_SUFFIX, versions
-from tpugraphs_tools.baseline.train import TrainConfig
+from tpugraphs_tools.baseline.options import PrepareOptions, TrainConfig
+from tpugraphs_tools.baseline.prepare import FeatureStats
+from tpugraphs_tools.baseline.versions import versions
 from tpugraphs_tools.errors import ModelFileError
 from tpugraphs_tools.features import NUM_NODE_FEATURES
 from tpugraphs_tools.format import KINDS, OPCODE_NAMES, collection_of
 
 FORMAT = "tgt-baseline-model"
 FORMAT_VERSION = 1
+PARAMS_SUFFIX = ".msgpack"
 SIDECAR_SUFFIX = ".json"
+# Sidecar keys renamed since: old key -> the field, per section ("model": the graph layer,
+# before `model` came to mean only the saved model)
+RENAMED = {"model": {"model": "layer"}}
 
 
 def model_stem(collection: str, evaluation: str) -> str:
@@ -93,10 +97,15 @@ class SavedModel:
                               "tile_config": _normalizer_json(stats.tile_config)}}
         return cls(stem, data, sidecar)
 
+    @property
+    def params_file(self) -> str:
+        """The parameters' file name (report.json names it)."""
+        return self.stem + PARAMS_SUFFIX
+
     def files(self) -> dict[str, bytes]:
         """File name → bytes of the parameters and the sidecar."""
         doc = json.dumps(self.sidecar, indent=2, sort_keys=True) + "\n"
-        return {self.stem + PARAMS_SUFFIX: self.params, self.stem + SIDECAR_SUFFIX: doc.encode()}
+        return {self.params_file: self.params, self.stem + SIDECAR_SUFFIX: doc.encode()}
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,14 @@ def _require(doc: dict[str, Any], key: str, kind: type, sidecar: Path,
 
 
 def _dataclass_of(cls: type, doc: dict[str, Any], key: str, sidecar: Path) -> Any:
-    """``cls(**doc)`` when every field is known and has its default's type."""
+    """``cls(**doc)`` when every field is known, has its default's type and passes the
+    record's own checks; a key renamed since (:data:`RENAMED`) is read as its field."""
+    renamed = RENAMED.get(key, {})
+    for old, new in renamed.items():
+        if old in doc and new in doc:
+            raise ModelFileError(f"both {old!r} (the old name) and {new!r}", path=str(sidecar),
+                                 key=f"{key}.{new}")
+    doc = {renamed.get(name, name): value for name, value in doc.items()}
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for name, value in doc.items():
         if name not in fields:
@@ -170,7 +186,10 @@ def _dataclass_of(cls: type, doc: dict[str, Any], key: str, sidecar: Path) -> An
                 fits or (expected is float and isinstance(value, int))):
             raise ModelFileError(f"expected {expected.__name__}, found {value!r}",
                                  path=str(sidecar), key=f"{key}.{name}")
-    return cls(**doc)
+    try:
+        return cls(**doc)
+    except ValueError as exc:   # out of range or not a choice (option_info.check_values)
+        raise ModelFileError(str(exc), path=str(sidecar), key=key) from None
 
 
 def _read_sidecar(sidecar: Path) -> dict[str, Any]:

@@ -24,24 +24,10 @@ from tpugraphs_tools.baseline.batching import (
 )
 from tpugraphs_tools.baseline.losses import LOSSES
 from tpugraphs_tools.baseline.model import CostModel, ModelConfig
+from tpugraphs_tools.baseline.options import TrainConfig
 from tpugraphs_tools.baseline.prepare import PreparedGraph
 from tpugraphs_tools.errors import BaselineError
 from tpugraphs_tools.format import collection_of
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: int = 20
-    lr: float = 1e-3
-    loss: str = "listmle"
-    configs_per_graph: int = 16
-    batch_graphs: int = 4
-    seed: int = 0
-    gst: bool = False
-    backprop_segments: int = 1
-    keep_prob: float = 0.5
-    finetune_epochs: int = 0
-    forward_nodes: int = 1 << 16     # node budget of one gradient-free forward pass
 
 
 @dataclass

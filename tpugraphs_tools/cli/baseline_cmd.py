@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
+# the face's option records import without jax/flax (fast --help); the rest when a run starts
+from tpugraphs_tools.baseline import LAYERS, BaselineOptions, PrepareOptions, TrainConfig
 from tpugraphs_tools.cli._common import data_argument, handle_errors, plural, terminal
+from tpugraphs_tools.cli._options import record_options
 
-if TYPE_CHECKING:  # the library is imported when a command runs (fast --help)
+if TYPE_CHECKING:
     from tpugraphs_tools.baseline import BaselineReport, Evaluation
 
-_LAYERS = ("sage", "gcn")
 # Per collection kind, the columns its literature reports (anchors.md: layout → τ, OPA,
 # slowdown; tile → Kaggle score, top-K error).
 _COLUMNS = {
@@ -27,14 +29,22 @@ _COLUMNS = {
 }
 
 
+# The record fields' flags, in --help order, around the command's own (--model, --predict,
+# --out before HIDDEN; --report last).
+TRAINING = ("epochs", "seed", "layer")
+MODEL_AND_DATA = (
+    "hidden", "layers", "loss", "lr", "configs_per_graph", "batch_graphs", "max_configs",
+    "lazy_configs", "gst", "segment_method", "segment_nodes", "partition", "backprop_segments",
+    "keep_prob", "finetune_epochs", "prune", "pad_minus_one", "mismatch_features",
+    "default_slots", "train_strategy", "hlo_features", "cross_config_attention", "collection",
+    "holdout", "holdout_share")
+RECORDS = (BaselineOptions, TrainConfig, PrepareOptions)
+
+
 @click.command("baseline")
 @data_argument
-@click.option("--epochs", type=click.IntRange(min=0), default=20, show_default=True,
-              help="Training epochs.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Seed for initialisation, sampling and the split.")
-@click.option("--layer", type=click.Choice(_LAYERS), default=None,
-              help="Training: the graph layer, sage (GraphSAGE) or gcn  [default: sage].")
+# --layer defaults to None: the deprecated `--model sage` must see whether it was given
+@record_options(*RECORDS, names=TRAINING, default_in_help=("layer",))
 @click.option("--model", default=None, metavar="PATH",
               help="With --predict only: the saved model to rank with "
                    "(DATA/baseline/model-*.msgpack or its .json).")
@@ -44,78 +54,12 @@ _COLUMNS = {
               help="With --predict only: the predictions CSV (+ .json metrics beside it) "
                    "[default: PREDICT/baseline/predictions-<model>.csv]; a training run's "
                    "report goes to --report.")
-@click.option("--hidden", type=click.IntRange(min=4), default=64, show_default=True,
-              help="Hidden width of every layer.")
-@click.option("--layers", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Graph layers.")
-@click.option("--loss", type=click.Choice(["listmle", "hinge", "sure-pairs"]),
-              default="listmle", show_default=True,
-              help="ListMLE, pairwise hinge (margin 0.1), or logistic over the pairs whose "
-                   "label CIs are disjoint (sure-pairs).")
-@click.option("--lr", type=click.FloatRange(min=0.0, min_open=True), default=1e-3,
-              show_default=True, help="Learning rate.")
-@click.option("--configs-per-graph", type=click.IntRange(min=2), default=16, show_default=True,
-              help="Configs of a graph ranked together in one training step.")
-@click.option("--batch-graphs", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Graphs per training batch.")
-@click.option("--max-configs", type=click.IntRange(min=2), default=1000, show_default=True,
-              help="Seeded subsample of configs per graph beyond this.")
-@click.option("--lazy-configs/--in-memory-configs", default=True, show_default=True,
-              help="Read graph structure and config features per batch from a cache "
-                   "(DATA/.tgt-cache/; a few graphs open at a time) or hold them all in "
-                   "memory.")
-@click.option("--gst/--full-graph", default=False, show_default=True,
-              help="Graph Segment Training or whole graphs per step.")
-@click.option("--segment-method", type=click.Choice(["metis", "contiguous"]), default="metis",
-              show_default=True, help="GST segments when no --partition is given.")
-@click.option("--segment-nodes", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="GST segment size when no --partition is given.")
-@click.option("--partition", default=None,
-              help="Use a stored partition (e.g. metis-64 from `tgt partition`) for GST.")
-@click.option("--backprop-segments", type=click.IntRange(min=1), default=1, show_default=True,
-              help="GST: segments of a graph sampled for backpropagation per step.")
-@click.option("--keep-prob", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
-              help="GST stale-embedding dropout: probability to keep a historical embedding.")
-@click.option("--finetune-epochs", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Head-only epochs on fresh embeddings after training (GST).")
-@click.option("--prune", is_flag=True, help="Keep configurable nodes + direct neighbours.")
-@click.option("--pad-minus-one", is_flag=True,
-              help="Node layout columns as −1-padded categories sharing the config embedding.")
-@click.option("--mismatch-features", is_flag=True,
-              help="Layout: count, per configurable node and config, the operands whose "
-              "layout differs from the one it asks for (where copies appear).")
-@click.option("--default-slots", is_flag=True,
-              help="Layout: per configurable node and config, how many of its slots differ "
-              "from the default config's (what the non-default-slots ranker counts).")
-@click.option("--train-strategy", type=click.Choice(["default", "random"]), default=None,
-              help="By-program score: train only on graphs of this config strategy "
-              "(held-out graphs keep every strategy).")
-@click.option("--hlo-features", is_flag=True,
-              help="Extra node features recomputed from the stored HLO (separate array).")
-@click.option("--cross-config-attention", is_flag=True,
-              help="Let the configs of a graph attend to each other before scoring.")
-@click.option("--collection", default=None, help="Only this collection (default: each).")
-@click.option("--holdout", type=click.Choice(["auto", "programs", "configs"]), default="auto",
-              show_default=True, help="What is held out: unseen programs, unseen configs of "
-              "every graph, or (auto) each that the data allows.")
-@click.option("--holdout-share", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True),
-              default=0.3, show_default=True,
-              help="Within-graph score: share of each graph's configs held out.")
+@record_options(*RECORDS, names=MODEL_AND_DATA)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
               help="JSON report path (+ .md beside it) [default: DATA/baseline/report.json].")
 @handle_errors
-def baseline(data: str, epochs: int, seed: int, layer: str | None, model: str | None,
-             predict_data: str | None,
-             predictions_path: str | None, hidden: int, layers: int, loss: str,
-             lr: float, configs_per_graph: int, batch_graphs: int, max_configs: int,
-             lazy_configs: bool, gst: bool,
-             segment_method: str, segment_nodes: int, partition: str | None,
-             backprop_segments: int, keep_prob: float, finetune_epochs: int, prune: bool,
-             pad_minus_one: bool, mismatch_features: bool, default_slots: bool,
-             train_strategy: str | None,
-             hlo_features: bool, cross_config_attention: bool,
-             collection: str | None, holdout: str, holdout_share: float,
-             report_path: str | None) -> None:
+def baseline(data: str, model: str | None, predict_data: str | None,
+             predictions_path: str | None, report_path: str | None, **options: Any) -> None:
     """Train the reference model, rank held-out configs, compare with trivial rankers.
 
     DATA is a tgt dataset or an official TpuGraphs npz tree (e.g. npz/layout/xla/default).
@@ -138,48 +82,40 @@ def baseline(data: str, epochs: int, seed: int, layer: str | None, model: str | 
       tgt baseline --predict other/ --model data/baseline/model-layout-by-program.msgpack
     """
     if predict_data is not None:
-        if model is None or model in _LAYERS:
+        if model is None or model in LAYERS:
             raise click.UsageError("--predict needs --model PATH: a saved model, e.g. "
                                    "DATA/baseline/model-layout-by-program.msgpack")
-        if layer is not None:
+        if options["layer"] is not None:
             raise click.UsageError("--layer chooses the layer of a model being trained; "
                                    "--predict reads it from the saved --model")
-        _predict(predict_data, model, collection, lazy_configs, predictions_path)
+        _predict(predict_data, model, options["collection"], options["lazy_configs"],
+                 predictions_path)
         return
     if predictions_path is not None:
         raise click.UsageError("--out names the predictions CSV of --predict; a training "
                                "run writes its report to --report")
-    if model in _LAYERS and layer is None:  # the old spelling of --layer
+    layer = _layer_from_deprecated_model(model, options.pop("layer"))
+    opts = BaselineOptions.from_keys(options if layer is None else {**options, "layer": layer})
+    _train(data, opts, report_path)
+
+
+def _layer_from_deprecated_model(model: str | None, layer: str | None) -> str | None:
+    """``--layer``, or the layer an old ``--model sage|gcn`` names (with a deprecation line);
+    ``--model PATH`` is a saved model, read only by ``--predict``."""
+    if model in LAYERS and layer is None:
         terminal.warnings([f"--model {model} is deprecated and will be removed in the next "
                            f"release; use --layer {model}"])
-        layer = model
-    elif model is not None:
+        return model
+    if model is not None:
         raise click.UsageError(f"--model {model}: a saved model is read only with --predict "
                                "DATA (to choose the graph layer of training, use --layer)")
-    model = layer or "sage"
-    from tpugraphs_tools.baseline import (
-        BaselineOptions,
-        PrepareOptions,
-        TrainConfig,
-        run_baseline,
-        save_report,
-        write_report,
-    )
+    return layer
 
-    opts = BaselineOptions(
-        model=model, hidden=hidden, layers=layers,
-        cross_config_attention=cross_config_attention, collection=collection,
-        segment_method=segment_method, segment_nodes=segment_nodes, partition=partition,
-        holdout=holdout, holdout_share=holdout_share, train_strategy=train_strategy,
-        train=TrainConfig(epochs=epochs, lr=lr, loss=loss, configs_per_graph=configs_per_graph,
-                          batch_graphs=batch_graphs, seed=seed, gst=gst,
-                          backprop_segments=backprop_segments, keep_prob=keep_prob,
-                          finetune_epochs=finetune_epochs),
-        prepare=PrepareOptions(prune=prune, pad_minus_one=pad_minus_one,
-                               mismatch_features=mismatch_features,
-                               default_slots=default_slots,
-                               hlo_features=hlo_features, max_configs=max_configs, seed=seed,
-                               lazy_configs=lazy_configs))
+
+def _train(data: str, opts: BaselineOptions, report_path: str | None) -> None:
+    """Train and score, write the report (and models) to ``report_path`` or into ``data``,
+    and print it."""
+    from tpugraphs_tools.baseline import run_baseline, save_report, write_report
     from tpugraphs_tools.store import lock_if_dataset
 
     # a report going into DATA: its write lock from the start, so no run waits to be refused

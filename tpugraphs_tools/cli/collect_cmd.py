@@ -11,13 +11,16 @@ from tpugraphs_tools.cli._collect_summary import print_status, print_summary
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, terminal
 from tpugraphs_tools.cli._options import (
     SectionedCommand,
+    check_executor,
     deprecated_alias,
-    measure_options,
+    executor_options,
     option,
+    record_options,
     refuse_given,
     resolve_deprecated,
 )
 from tpugraphs_tools.format import KINDS
+from tpugraphs_tools.measure import OPTION_GROUPS, MeasureOptions
 
 INPUT, PROGRAM, RUN = "Input and output", "Program (--program)", "Execution"
 # What --plan leaves to the command line: the rest (program and measurement options) is the
@@ -57,12 +60,9 @@ PLAN_FLAGS = {"plan", "out", "backend", "executor", "address", "retry_unmeasured
              "(`tgt programs` lists each one's; another is an error naming them).")
 @option("--mode", type=click.Choice(["infer", "train"]), default="infer", show_default=True,
         section=PROGRAM, help="Forward pass or full training step.")
-@measure_options
+@record_options(MeasureOptions, groups=OPTION_GROUPS)
 @option("--backend", default=None, section=RUN, help="jax backend (default: jax's default).")
-@option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-        section=RUN, help="Run items in this process or on a Ray cluster.")
-@option("--address", default=None, section=RUN,
-        help="Ray cluster address (with --executor ray).")
+@executor_options("Run items in this process or on a Ray cluster.", section=RUN)
 @option("--retry-unmeasured", is_flag=True, section=RUN,
         help="Measure again the graphs stored without measured configs (default_failed), "
              "e.g. after fixing the backend; graphs a --timeout stopped are retried anyway.")
@@ -104,8 +104,7 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         refuse_given(ctx, "--status", {"status_of"}, "which shows a dataset's progress and exits")
         print_status(status_of)
         return
-    if address is not None and executor != "ray":
-        raise click.UsageError("--address is a Ray cluster's: give it with --executor ray")
+    check_executor(executor, address)
     terminal.warnings(resolve_deprecated(ctx, options))
     if plan is not None:
         if programs or hlo_files:

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, plural, terminal
+from tpugraphs_tools.cli._options import check_executor, executor_options
 
 
 @click.command("import")
@@ -27,10 +28,8 @@ from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, plural, ter
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0,
               help="Processes reading files (0: one per core); with --tuning-data, modules "
                    "read at once. Results do not depend on it.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
-              show_default=True, help="Where files are read: local processes (--jobs) or "
-              "tasks on a Ray cluster (files on a filesystem every node sees).")
-@click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
+@executor_options("Where files are read: local processes (--jobs) or tasks on a Ray cluster "
+                  "(files on a filesystem every node sees).")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it is not empty.")
 @handle_errors
 def import_(sources: tuple[str, ...], tuning_data: bool, out: str, backend: str | None,
@@ -60,6 +59,7 @@ def import_(sources: tuple[str, ...], tuning_data: bool, out: str, backend: str 
     """
     from tpugraphs_tools.parallel import default_jobs
 
+    check_executor(executor, address)
     if tuning_data:
         if executor != "local":
             raise click.UsageError("--tuning-data reads modules locally (--jobs); "

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tpugraphs_tools.cli._common import DEFAULT_DATA, handle_errors, plural, terminal
+from tpugraphs_tools.cli._options import check_executor, executor_options
 from tpugraphs_tools.validate import CLASSES, Finding, Report
 
 
@@ -24,10 +25,8 @@ from tpugraphs_tools.validate import CLASSES, Finding, Report
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0,
               help="Processes checking npz files (0: one per core). Findings do not depend "
                    "on it.")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
-              show_default=True, help="Where files are read: local processes (--jobs) or "
-              "tasks on a Ray cluster (files on a filesystem every node sees).")
-@click.option("--address", default=None, help="Ray cluster address (with --executor ray).")
+@executor_options("Where files are read: local processes (--jobs) or tasks on a Ray cluster "
+                  "(files on a filesystem every node sees).")
 @handle_errors
 def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
              examples: int, jobs: int, executor: str, address: str | None) -> None:
@@ -46,6 +45,7 @@ def validate(data: str, as_json: bool, max_errors: int | None, strict: bool,
     from tpugraphs_tools.parallel import default_jobs
     from tpugraphs_tools.validate import validate_path
 
+    check_executor(executor, address)
     report = validate_path(data, max_errors=max_errors, jobs=jobs or default_jobs(),
                            executor=executor, address=address)
     if as_json:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
@@ -21,38 +21,23 @@ from tpugraphs_tools.measure.messages import ENGINES, SessionSpec
 from tpugraphs_tools.measure.paired import StopRule
 from tpugraphs_tools.measure.pipeline_state import PipelineOptions
 from tpugraphs_tools.measure.processes import ISOLATIONS
+from tpugraphs_tools.option_info import (
+    OptionInfo,
+    check_values,
+    default_of,
+    key_aliases,
+    kind_of,
+    option,
+    options_of,
+)
 
 # Sections of ``tgt collect --help`` (OptionInfo.group), in this order.
 CONFIGS, MEASUREMENT, EXPERT = "Configs", "Measurement", "Timing (expert)"
 GROUPS = (CONFIGS, MEASUREMENT, EXPERT)
 
 
-@dataclass(frozen=True)
-class OptionInfo:
-    """How a :class:`MeasureOptions` field is set and checked: the one place its plan key,
-    CLI flag, help, range and choices are written (``tgt collect`` generates its flags from
-    it)."""
-
-    help: str
-    group: str = MEASUREMENT
-    minimum: float | None = None            # inclusive (unless above); None: any value
-    above: bool = False                     # the value must exceed ``minimum``
-    choices: tuple[str, ...] = ()
-    kind: type | None = None                # int or float where the default is None
-    flag: str | None = None                 # the CLI spelling; None: ``--field-name``
-    deprecated_flags: tuple[str, ...] = ()  # old spellings, still accepted for one release
-
-    def flag_of(self, name: str) -> str:
-        return self.flag or "--" + name.replace("_", "-")
-
-    def key_of(self, name: str) -> str:
-        """The plan key spelled like the flag (``--loaded-copies`` ↔ ``loaded_copies``); the
-        field name stays a plan key too (plans written before a flag was renamed)."""
-        return self.flag_of(name)[2:].replace("-", "_")
-
-
 def _option(default: Any, help: str, **info: Any) -> Any:
-    return field(default=default, metadata={"option": OptionInfo(help, **info)})
+    return option(default, help, **{"group": MEASUREMENT, **info})
 
 
 @dataclass(frozen=True)
@@ -149,7 +134,8 @@ class MeasureOptions:
         False, "Racing (opt-in, not yet benchmarked): ask after every round, not only at the "
         "x1.5 looks, whether a config's CI is apart from the default and its rank neighbours, "
         "and stop it then (stop_reason separated), with a stricter CI that pays for the extra "
-        "looks and never before every loaded copy was timed 5 times.", group=EXPERT)
+        "looks and never before every loaded copy was timed 5 times.", group=EXPERT,
+        flag="--race/--no-race")
     budget_seconds: float | None = _option(
         None, "Paired engine: timed seconds a graph may spend, all processes together "
         "(opt-in; 15 on resnet18 tiny: 2.7x the fixed engine, docs/timing.md): split over "
@@ -165,28 +151,7 @@ class MeasureOptions:
     adaptive: bool = True
 
     def __post_init__(self) -> None:
-        for name, info in OPTION_INFO.items():
-            value = getattr(self, name)
-            if value is None and _DEFAULTS[name] is None:
-                continue
-            if _kind(name) is bool:
-                if not isinstance(value, bool):
-                    raise ValueError(f"{name} must be true or false, got {value!r}")
-                continue
-            number = _kind(name) is float
-            allowed = (int, float) if number else (int,)
-            if info.choices:
-                if value not in info.choices:
-                    raise ValueError(f"{name} must be one of {list(info.choices)}, "
-                                     f"got {value!r}")
-                continue
-            if isinstance(value, bool) or not isinstance(value, allowed):
-                raise ValueError(f"{name} must be {'a number' if number else 'an integer'}, "
-                                 f"got {value!r}")
-            if info.minimum is not None and (value <= info.minimum if info.above
-                                             else value < info.minimum):
-                raise ValueError(f"{name} must be {'>' if info.above else '>='} "
-                                 f"{info.minimum}, got {value!r}")
+        check_values(self)
 
     @classmethod
     def from_keys(cls, values: Mapping[str, Any]) -> MeasureOptions:
@@ -219,28 +184,19 @@ class MeasureOptions:
                         self.budget_seconds / p)
 
 
-_DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}
 # Plan keys and CLI flags: every field a user sets, with how it is shown and checked.
-OPTION_INFO: dict[str, OptionInfo] = {f.name: f.metadata["option"]
-                                      for f in fields(MeasureOptions) if "option" in f.metadata}
+OPTION_INFO: dict[str, OptionInfo] = options_of(MeasureOptions)
 KEYS = tuple(OPTION_INFO)
 # Plan keys spelled like a renamed flag -> the field (the field name is a key as well).
-KEY_ALIASES = {info.key_of(name): name for name, info in OPTION_INFO.items()
-               if info.key_of(name) != name}
-
-
-def _kind(name: str) -> type:
-    """int or float: the field's value type (``OptionInfo.kind`` where the default is None)."""
-    kind = OPTION_INFO[name].kind
-    return kind if kind is not None else type(_DEFAULTS[name])
+KEY_ALIASES = key_aliases(MeasureOptions)
 
 
 def option_default(name: str) -> Any:
-    return _DEFAULTS[name]
+    return default_of(MeasureOptions, name)
 
 
 def option_kind(name: str) -> type:
-    return _kind(name)
+    return kind_of(MeasureOptions, name)
 
 
 def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:

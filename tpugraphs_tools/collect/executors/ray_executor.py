@@ -56,6 +56,7 @@ from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError, log_workers_to
+from tpugraphs_tools.parallel import ray_session
 from tpugraphs_tools.store import Dataset, dataset_writer
 
 
@@ -120,22 +121,14 @@ def collect_with_ray(request: CollectRequest, address: str | None = None,
     at most ``max_attempts`` times when its worker or node is lost. ``progress`` gets what is
     running; ``notice`` (default: ``progress``) the lost and resubmitted tasks, which a user
     should see even when the progress is not drawn."""
-    try:
-        import ray
-    except ImportError:
-        raise RayUnavailableError("--executor ray needs ray: pip install "
-                                  "'tpugraphs-tools[ray]'") from None
     check_request(request)  # before a cluster is joined or anything measured
     # the dataset's lock next: a second writer is refused before Ray starts
     with no_empty_out(request.out), dataset_writer(request.out), \
-            log_workers_to(log_folder(request)):
-        started_here = not ray.is_initialized()
-        if started_here:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            log_workers_to(log_folder(request)), ray_session(address) as ray:
         remote = ray.remote(num_cpus=num_cpus, max_retries=0)(measure_chunk)
         started = time.monotonic()
         summary = _collect(ray, remote, request, chunk_size, max_attempts, progress,
-                           notice or progress, started_here)
+                           notice or progress)
     summary.wall_seconds = time.monotonic() - started
     return summary
 
@@ -165,7 +158,7 @@ def _ranges(indices: list[int]) -> str:
 
 def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
              max_attempts: int, progress: Callable[[str], None],
-             notice: Callable[[str], None], started_here: bool) -> CollectSummary:
+             notice: Callable[[str], None]) -> CollectSummary:
     dataset = Dataset.open(request.out, create=True)
     dataset.check_parts()
     summary = CollectSummary(dataset=str(request.out))
@@ -175,65 +168,59 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
     def submit(chunk: _Chunk) -> None:
         pending[remote.remote(chunk.text, chunk.options, chunk.indices)] = chunk
 
-    try:
-        graphs: dict[str, _Graph] = {}
-        for item in keep_stored_names(dataset, request, summary):
-            if item.collection == Kind.TILE:
-                progress(f"{item.label}: tile kernels, measured by this driver's workers")
-                _collect_tiles_here(dataset, item, request.backend, summary,
-                                    request.keep_source_paths)
-                continue
-            collected = build_graph(item, request.backend,
-                                    keep_source_paths=request.keep_source_paths)
-            work = start_graph(dataset, collected, item.options, summary,
-                               request.retry_unmeasured)
-            if work is None:
-                continue
-            layout, journal, done = work
-            if done:
-                summary.resumed[collected.graph_id] = resumed_line(done)
-            layout = replace(layout, backend=request.backend)
-            space = layout_space(collected.source.module)
-            configs = generate_configs(space, layout.configs, layout.strategy, layout.seed)
-            missing = [i for i in range(len(configs)) if i not in done]
-            graph = graphs[collected.graph_id] = _Graph(collected, journal, done, configs, space)
-            for start in range(0, len(missing), chunk_size):
-                submit(_Chunk(collected.graph_id, collected.source.text, layout,
-                              missing[start:start + chunk_size]))
-                graph.open += 1
-            progress(f"{collected.graph_id}: {len(missing)} configs in {graph.open} Ray tasks")
-            if not missing:
-                _commit(dataset, graphs.pop(collected.graph_id), summary)
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            chunk = pending.pop(ready[0])
-            try:
-                rows = ray.get(ready[0])
-            except lost as exc:
-                if chunk.attempt >= max_attempts:
-                    raise CollectError(
-                        f"{chunk.describe()}: lost {chunk.attempt} times, giving up (the "
-                        f"measured graphs are committed; rerun to continue): "
-                        f"{_one_line(exc)}") from None
-                chunk.attempt += 1
-                notice(f"{chunk.describe()}: task lost ({_one_line(exc)}); resubmitted, "
-                         f"attempt {chunk.attempt} of {max_attempts}")
-                submit(chunk)
-                continue
-            graph_id = chunk.graph_id
-            state = graphs[graph_id]
-            summary.labels += sum(1 for row in rows if row["status"] == OK)
-            for row in rows:
-                if row["status"] in EXTRA_STATUSES:
-                    row["config_index"] = next_control_index(state.rows, len(state.configs))
-                state.rows[row["config_index"]] = row
-                state.journal.append(row)
-            state.open -= 1
-            if state.open == 0:
-                _commit(dataset, graphs.pop(graph_id), summary)
-    finally:
-        if started_here:
-            ray.shutdown()
+    graphs: dict[str, _Graph] = {}
+    for item in keep_stored_names(dataset, request, summary):
+        if item.collection == Kind.TILE:
+            progress(f"{item.label}: tile kernels, measured by this driver's workers")
+            _collect_tiles_here(dataset, item, request.backend, summary,
+                                request.keep_source_paths)
+            continue
+        collected = build_graph(item, request.backend, keep_source_paths=request.keep_source_paths)
+        work = start_graph(dataset, collected, item.options, summary, request.retry_unmeasured)
+        if work is None:
+            continue
+        layout, journal, done = work
+        if done:
+            summary.resumed[collected.graph_id] = resumed_line(done)
+        layout = replace(layout, backend=request.backend)
+        space = layout_space(collected.source.module)
+        configs = generate_configs(space, layout.configs, layout.strategy, layout.seed)
+        missing = [i for i in range(len(configs)) if i not in done]
+        graph = graphs[collected.graph_id] = _Graph(collected, journal, done, configs, space)
+        for start in range(0, len(missing), chunk_size):
+            submit(_Chunk(collected.graph_id, collected.source.text, layout,
+                          missing[start:start + chunk_size]))
+            graph.open += 1
+        progress(f"{collected.graph_id}: {len(missing)} configs in {graph.open} Ray tasks")
+        if not missing:
+            _commit(dataset, graphs.pop(collected.graph_id), summary)
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        chunk = pending.pop(ready[0])
+        try:
+            rows = ray.get(ready[0])
+        except lost as exc:
+            if chunk.attempt >= max_attempts:
+                raise CollectError(
+                    f"{chunk.describe()}: lost {chunk.attempt} times, giving up (the "
+                    f"measured graphs are committed; rerun to continue): "
+                    f"{_one_line(exc)}") from None
+            chunk.attempt += 1
+            notice(f"{chunk.describe()}: task lost ({_one_line(exc)}); resubmitted, "
+                   f"attempt {chunk.attempt} of {max_attempts}")
+            submit(chunk)
+            continue
+        graph_id = chunk.graph_id
+        state = graphs[graph_id]
+        summary.labels += sum(1 for row in rows if row["status"] == OK)
+        for row in rows:
+            if row["status"] in EXTRA_STATUSES:
+                row["config_index"] = next_control_index(state.rows, len(state.configs))
+            state.rows[row["config_index"]] = row
+            state.journal.append(row)
+        state.open -= 1
+        if state.open == 0:
+            _commit(dataset, graphs.pop(graph_id), summary)
     return summary
 
 
