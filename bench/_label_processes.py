@@ -50,7 +50,7 @@ def recompute(run: dict) -> dict:
     checkout's ``replicas`` (the estimator changed, the measurements did not). Batches are
     fed to one pool in order, as the collection did; control rows follow the batches'
     controls in order."""
-    from tpugraphs_tools.measure.replicas import ProcessSpread, combined_interval
+    from tpugraphs_tools.measure.stats.replicas import ProcessSpread, combined_interval
 
     if not run.get("processes"):
         return run

@@ -16,8 +16,8 @@ import time
 
 def naive_loop(src, configs, space, repeats: int, warmup: int) -> tuple[float, float, float]:
     """(wall seconds, Σ compile seconds, Σ timed-run seconds) of the sequential baseline."""
-    from tpugraphs_tools.measure import compile as C
-    from tpugraphs_tools.measure.apply import apply_layout_config
+    from tpugraphs_tools.compiler import compile as C
+    from tpugraphs_tools.compiler.apply import apply_layout_config
 
     signature = C.entry_signature(src.module)
     compile_s = timed_s = 0.0
@@ -54,7 +54,7 @@ def main() -> int:
     from tpugraphs_tools.collect.layout import collect_layout_configs
     from tpugraphs_tools.configs import generate_configs, layout_space
     from tpugraphs_tools.measure.options import MeasureOptions
-    from tpugraphs_tools.measure.processes import resolve_isolation
+    from tpugraphs_tools.measure.workers.processes import resolve_isolation
     from tpugraphs_tools.programs import default_args
 
     program_args = default_args(args.program, "base", batch=1, image_size=args.image_size)

@@ -18,11 +18,10 @@ from tpugraphs_tools.measure.options import (
     KEYS,
     OPTION_INFO,
     MeasureOptions,
-    kernel_session,
-    layout_session,
     option_default,
     option_kind,
 )
+from tpugraphs_tools.measure.sessions import kernel_session, layout_session
 
 FLAGS = ["--configs", "7", "--strategy", "random", "--seed", "3", "--warmup", "1",
          "--fixed-rounds", "2", "--timeout", "30", "--workers", "2", "--timing-batch", "5",

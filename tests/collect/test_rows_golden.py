@@ -37,8 +37,8 @@ from tpugraphs_tools.measure.results import (
     REPEAT,
     RUNTIME_ERROR,
     ConfigResult,
+    Timing,
 )
-from tpugraphs_tools.measure.timing import Timing
 from tpugraphs_tools.store import to_arrow_table
 
 GOLDEN = Path(__file__).parent / "data" / "rows_golden.json"

@@ -25,8 +25,7 @@ from tpugraphs_tools.configs.tile import NUM_TILE_FEATURES
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
 from tpugraphs_tools.measure import MeasureOptions
 from tpugraphs_tools.measure.messages import DefaultInfo
-from tpugraphs_tools.measure.results import COMPILE_ERROR, DUPLICATE, NOOP, OK, ConfigResult
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import COMPILE_ERROR, DUPLICATE, NOOP, OK, ConfigResult, Timing
 from tpugraphs_tools.store import to_arrow_table
 
 GOLDEN = Path(__file__).parent / "data" / "tile_rows_golden.json"

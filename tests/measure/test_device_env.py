@@ -10,7 +10,7 @@ import pytest
 
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import device_env as E
-from tpugraphs_tools.measure.processes import WorkerProcess
+from tpugraphs_tools.measure.workers.processes import WorkerProcess
 
 BF16 = """\
 HloModule m, entry_computation_layout={(bf16[4,8]{1,0}, bf16[8,2]{1,0})->bf16[4,2]{1,0}}

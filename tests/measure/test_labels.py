@@ -125,7 +125,7 @@ def test_window_widening_keeps_the_t_of_a_label_averaged_over_processes(space_co
     from tpugraphs_tools.collect.labels import _t, widen_by_windows
     from tpugraphs_tools.collect.layout import _row
     from tpugraphs_tools.measure import OK, ConfigResult, MeasureOptions
-    from tpugraphs_tools.measure.replicas import ProcessSpread, combined_interval
+    from tpugraphs_tools.measure.stats.replicas import ProcessSpread, combined_interval
 
     space, configs = space_configs
     rng = np.random.default_rng(3)

@@ -11,7 +11,7 @@ import pytest
 from tpugraphs_tools.collect.layout import collect_layout_configs
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.workers import FAULTS_ENV
+from tpugraphs_tools.measure.workers.faults import FAULTS_ENV
 
 
 def _explicit_configs(module):

@@ -9,7 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tpugraphs_tools.measure.paired import (
+from tpugraphs_tools.measure.engines.sampling import timed_sample
+from tpugraphs_tools.measure.stats.robust import Placement, trimmed_stats
+from tpugraphs_tools.measure.stats.rounds import (
     BATCH_DONE,
     MAX_ROUNDS,
     MAX_SECONDS,
@@ -17,12 +19,9 @@ from tpugraphs_tools.measure.paired import (
     PRECISION,
     SEPARATED,
     PairedBatch,
-    Placement,
-    StopRule,
     time_paired,
-    trimmed_stats,
 )
-from tpugraphs_tools.measure.sampling import timed_sample
+from tpugraphs_tools.measure.stats.stopping import StopRule
 
 
 def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:

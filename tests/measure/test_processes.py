@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tpugraphs_tools.measure import processes
+from tpugraphs_tools.measure.workers import processes
 
 
 def test_lanes_need_pause_isolation_and_a_cpu_each(monkeypatch: pytest.MonkeyPatch) -> None:

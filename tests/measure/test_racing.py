@@ -11,16 +11,10 @@ from click.testing import CliRunner
 
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.measure import MeasureOptions
-from tpugraphs_tools.measure.paired import (
-    BUDGET,
-    MAX_ROUNDS,
-    MIN_ROUNDS_PER_COPY,
-    SEPARATED,
-    Placement,
-    StopRule,
-    time_paired,
-)
-from tpugraphs_tools.measure.racing import budget_share, race_start, race_z
+from tpugraphs_tools.measure.stats.racing import budget_share, race_z
+from tpugraphs_tools.measure.stats.robust import Placement
+from tpugraphs_tools.measure.stats.rounds import BUDGET, MAX_ROUNDS, SEPARATED, time_paired
+from tpugraphs_tools.measure.stats.stopping import MIN_ROUNDS_PER_COPY, StopRule, race_start
 
 
 def sampler(ratios: list[float], noise: float, seed: int, placement: float = 0.004):

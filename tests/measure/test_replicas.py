@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from tpugraphs_tools.measure import CONTROL, OK, REPEAT, MeasureOptions
-from tpugraphs_tools.measure.replicas import ProcessSpread, combine, combined_interval
-from tpugraphs_tools.measure.results import RUNTIME_ERROR, ConfigResult
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import RUNTIME_ERROR, ConfigResult, Timing
+from tpugraphs_tools.measure.stats.replicas import ProcessSpread, combine, combined_interval
 
 
 def _result(index: int | None, center: float, se: float, status: str = OK,
@@ -190,7 +189,7 @@ def test_options_share_the_precision_target_caps_and_copies_out_between_processe
 
 
 def test_the_next_process_learns_the_between_process_variance_of_the_earlier_ones():
-    from tpugraphs_tools.measure.replicas import partial_between
+    from tpugraphs_tools.measure.stats.replicas import partial_between
 
     rng = np.random.default_rng(3)
     truth = rng.normal(0, 0.1, 12)
@@ -227,7 +226,7 @@ def test_only_tile_kernel_sessions_use_an_items_own_spread():
     of claims and no claimed order needed it (docs/benchmarks/history/
     2026-12-06-layout-item-spread.md); tile kernels use it."""
     from tpugraphs_tools.measure import MeasureOptions
-    from tpugraphs_tools.measure.options import kernel_session, layout_session
+    from tpugraphs_tools.measure.sessions import kernel_session, layout_session
 
     layout, _ = layout_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none")
     kernel, _ = kernel_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none", False)

@@ -7,7 +7,8 @@ import pickle
 
 import pytest
 
-from tpugraphs_tools.measure import ConfigResult, Status, StopReason, paired
+from tpugraphs_tools.measure import ConfigResult, Status, StopReason
+from tpugraphs_tools.measure.stats import rounds as paired
 from tpugraphs_tools.store import load_schema
 
 

@@ -9,11 +9,12 @@ import pytest
 from test_paired import fake_sampler
 
 from tpugraphs_tools.measure import BatchProgress, MeasureOptions
-from tpugraphs_tools.measure.paired import StopRule, time_paired
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.round_board import Reading, RoundBoard, batch_progress
-from tpugraphs_tools.measure.timing import time_batch
-from tpugraphs_tools.measure.worker_slots import WorkerSlots
+from tpugraphs_tools.measure.engines.fixed import time_batch
+from tpugraphs_tools.measure.run_state import PipelineOptions
+from tpugraphs_tools.measure.stats.rounds import time_paired
+from tpugraphs_tools.measure.stats.stopping import StopRule
+from tpugraphs_tools.measure.workers.pool import WorkerSlots
+from tpugraphs_tools.measure.workers.round_board import Reading, RoundBoard, batch_progress
 
 
 def test_time_paired_reports_every_round_and_the_configs_still_timed() -> None:

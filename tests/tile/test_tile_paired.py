@@ -23,7 +23,7 @@ from tpugraphs_tools.collect.tile_labels import kernel_arrays
 from tpugraphs_tools.measure import SharedWorkers
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
+from tpugraphs_tools.measure.run_state import PipelineOptions
 from tpugraphs_tools.publish import compute_stats
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path

@@ -31,6 +31,12 @@ from tpugraphs_tools.collect.labels import (
 )
 from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.collect.summary import LayoutSummary
+from tpugraphs_tools.compiler import (
+    apply_layout_config,
+    constraint_slots,
+    honoured_json,
+    options_key,
+)
 from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.format import LAYOUT
@@ -48,12 +54,8 @@ from tpugraphs_tools.measure import (
     PipelinedMeasurer,
     Status,
     StopReason,
-    apply_layout_config,
-    constraint_slots,
     device_env,
-    honoured_json,
     layout_session,
-    options_key,
 )
 from tpugraphs_tools.store import ConfigCounts
 

@@ -26,6 +26,7 @@ from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text
 from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.tile_labels import tile_row
+from tpugraphs_tools.compiler import code_key
 from tpugraphs_tools.configs import KernelConfig, KernelConfigSpace
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.hlo import parse_hlo_text
@@ -42,9 +43,9 @@ from tpugraphs_tools.measure import (
     PipelinedMeasurer,
     SharedWorkers,
     Timing,
-    code_key,
     device_env,
     kernel_session,
+    tile_options,
 )
 
 Progress = Callable[[str], None]
@@ -144,7 +145,7 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
             return measure_kernel(kernel, space, opts, configs, progress, on_row, own, done)
     text = _measure_text(kernel, space)
     platform, _kind = device_info(opts.measure.backend)
-    measure = device_env.tile_options(opts.measure, platform)
+    measure = tile_options(opts.measure, platform)
     run = KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}

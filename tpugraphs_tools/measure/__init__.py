@@ -4,8 +4,6 @@
 """
 
 from tpugraphs_tools.measure import device_env
-from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
-from tpugraphs_tools.measure.compile import compile_hlo_source
 from tpugraphs_tools.measure.device_env import share_device_memory
 from tpugraphs_tools.measure.messages import Job, SessionSpec, WorkerError
 from tpugraphs_tools.measure.options import GROUPS as OPTION_GROUPS
@@ -15,14 +13,10 @@ from tpugraphs_tools.measure.options import (
     OPTION_INFO,
     MeasureOptions,
     OptionInfo,
-    kernel_session,
-    layout_session,
     option_default,
     option_kind,
 )
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.realized import code_key, honoured_json, options_key
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     CONTROL,
@@ -35,17 +29,19 @@ from tpugraphs_tools.measure.results import (
     Status,
     StopReason,
     Timer,
+    Timing,
 )
 from tpugraphs_tools.measure.reuse import SharedWorkers
-from tpugraphs_tools.measure.robust_stats import TRIM
-from tpugraphs_tools.measure.round_board import BatchProgress
-from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
-from tpugraphs_tools.measure.worker_logs import (
+from tpugraphs_tools.measure.run_state import PipelineOptions
+from tpugraphs_tools.measure.sessions import kernel_session, layout_session, tile_options
+from tpugraphs_tools.measure.stats.robust import TRIM
+from tpugraphs_tools.measure.workers.logs import (
     LOG_NAME,
     first_reason,
     log_workers_to,
     reason_of,
 )
+from tpugraphs_tools.measure.workers.round_board import BatchProgress
 
 __all__ = [
     "COMPILE_ERROR",
@@ -75,21 +71,14 @@ __all__ = [
     "Timer",
     "Timing",
     "WorkerError",
-    "apply_layout_config",
-    "code_key",
-    "compile_hlo_source",
-    "constraint_slots",
     "device_env",
     "first_reason",
-    "honoured_json",
     "kernel_session",
     "layout_session",
     "log_workers_to",
     "option_default",
     "option_kind",
-    "options_key",
     "reason_of",
     "share_device_memory",
-    "time_alone",
-    "time_batch",
+    "tile_options",
 ]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from tpugraphs_tools.measure.pipeline_state import Compiling, RunState
 from tpugraphs_tools.measure.results import CRASH, DUPLICATE, NOOP, TIMEOUT, ConfigResult
-from tpugraphs_tools.measure.worker_slots import WorkerSlots
+from tpugraphs_tools.measure.run_state import Compiling, RunState
+from tpugraphs_tools.measure.workers.pool import WorkerSlots
 
 OnResult = Callable[[ConfigResult], None]
 
@@ -58,8 +58,7 @@ class CompileSide(WorkerSlots):
                     on_result(payload)
                 elif payload.key in known:
                     first = known[payload.key]
-                    on_result(ConfigResult.of(payload, NOOP if first == 0 else DUPLICATE,
-                                              duplicate_of=first))
+                    on_result(payload.result(NOOP if first == 0 else DUPLICATE, duplicate_of=first))
                 else:
                     known[payload.key] = payload.index
                     state.compiled.append(payload)

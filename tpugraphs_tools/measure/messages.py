@@ -3,7 +3,7 @@
 Every message is a frozen dataclass (pickled between processes, so no ``slots``): built once
 by its sender; a variant is a ``dataclasses.replace``.
 
-Configs are compiled and run in worker processes (``workers.py``, driven by ``pipeline.py``)
+Configs are compiled and run in worker processes (``workers/``, driven by ``measurer.py``)
 because XLA:CPU was seen dying with SIGILL on some option sets: a config must never take the
 whole collection down, and its failure is recorded as data with a status (``results.py``).
 """
@@ -15,14 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from tpugraphs_tools.errors import DefaultTimeoutError as DefaultTimeoutError
 from tpugraphs_tools.errors import WorkerError as WorkerError
-from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import ConfigResult, Status, Timing
+from tpugraphs_tools.measure.stats.stopping import StopRule
 
 if TYPE_CHECKING:
-    from tpugraphs_tools.measure.apply import ConstraintSlot
-    from tpugraphs_tools.measure.realized import Realized
-
-ENGINES = ("paired", "fixed")
+    from tpugraphs_tools.compiler import ConstraintSlot, Realized
 
 
 @dataclass(frozen=True)
@@ -81,11 +78,18 @@ class Compiled:
 
     index: int
     compile_seconds: float
-    realized: Realized             # realized layouts, fingerprint (measure/realized.py)
+    realized: Realized             # realized layouts, fingerprint (compiler/realized.py)
     key: str                       # dedupe key: same key, same program
     executable: bytes              # serialized; the measurement worker loads it
     optimized_text: str | None = None  # with SessionSpec.return_optimized
     repeat_of: int | None = None   # paired engine: a config of an earlier batch timed again
+
+    def result(self, status: Status, **fields: Any) -> ConfigResult:
+        """A result carrying what the compile worker found out about this config."""
+        return ConfigResult(index=self.index, status=status,
+                            compile_seconds=self.compile_seconds, realized=self.realized,
+                            key=self.key, optimized_text=self.optimized_text,
+                            repeat_of=self.repeat_of, **fields)
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
-from tpugraphs_tools.measure.device_timer import CHOICES as TIMER_CHOICES
-from tpugraphs_tools.measure.device_timer import HOST
-from tpugraphs_tools.measure.engines import traits_of
-from tpugraphs_tools.measure.messages import ENGINES, SessionSpec
-from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.processes import ISOLATIONS
+from tpugraphs_tools.measure.device_env import ISOLATIONS
+from tpugraphs_tools.measure.engines import ENGINES, traits_of
+from tpugraphs_tools.measure.results import TIMER_CHOICES
+from tpugraphs_tools.measure.stats.stopping import StopRule
 
 # Sections of ``tgt collect --help`` (OptionInfo.group), in this order.
 CONFIGS, MEASUREMENT, EXPERT = "Configs", "Measurement", "Timing (expert)"
@@ -241,38 +238,3 @@ def option_default(name: str) -> Any:
 
 def option_kind(name: str) -> type:
     return _kind(name)
-
-
-def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:
-    """How the workers are driven; ``isolation`` is ``opts.isolation`` resolved for the
-    platform (device_env.isolation_for)."""
-    return PipelineOptions(compile_workers=opts.workers, timing_batch=opts.timing_batch,
-                           timeout_s=opts.timeout, isolation=isolation,
-                           timing_lanes=opts.timing_lanes)
-
-
-def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options: dict[str, Any],
-                   isolation: str, timer: str = HOST) -> tuple[SessionSpec, PipelineOptions]:
-    """Worker specs of a layout collection: ``opts.timing``'s engine; ``timer`` is
-    ``opts.timer`` resolved for the platform (device_env.timer_for)."""
-    spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed,
-                       warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
-                       options=compile_options, engine=opts.timing,
-                       min_sample_ms=opts.min_sample_ms, prime_runs=opts.prime_runs,
-                       stop=opts.stop, adaptive=opts.adaptive,
-                       processes=opts.processes, timer=timer)
-    return spec, pipeline_options(opts, isolation)
-
-
-def kernel_session(opts: MeasureOptions, text: str, rtol: float,
-                   compile_options: dict[str, Any], isolation: str,
-                   fresh_compiler_per_job: bool, timer: str = HOST
-                   ) -> tuple[SessionSpec, PipelineOptions]:
-    """Worker specs of one tile kernel: ``opts.timing``'s engine as for layout, deduplicated on
-    generated code (an option that changes neither the HLO nor the code is a no-op), the
-    optimized HLO returned with each result, and a config's own process spread used where it
-    is the larger (``SessionSpec.item_spread``)."""
-    layout, pipeline = layout_session(opts, text, rtol, compile_options, isolation, timer)
-    spec = replace(layout, dedupe_on_code=True, return_optimized=True,
-                   fresh_compiler_per_job=fresh_compiler_per_job, item_spread=True)
-    return spec, pipeline

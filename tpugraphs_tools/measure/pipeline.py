@@ -35,20 +35,20 @@ from tpugraphs_tools.measure.messages import (
     SessionSpec,
     WorkerError,
 )
-from tpugraphs_tools.measure.pipeline_state import (
+from tpugraphs_tools.measure.results import CRASH, OK, TIMEOUT, ConfigResult
+from tpugraphs_tools.measure.run_state import (
     PipelineOptions,
     RepeatPool,
     RunState,
 )
-from tpugraphs_tools.measure.processes import (
+from tpugraphs_tools.measure.stats.racing import budget_share
+from tpugraphs_tools.measure.stats.replicas import ProcessSpread, combine, partial_between
+from tpugraphs_tools.measure.workers.processes import (
     available_cpus,
     lanes_for,
     signal_all,
 )
-from tpugraphs_tools.measure.racing import budget_share
-from tpugraphs_tools.measure.replicas import ProcessSpread, combine, partial_between
-from tpugraphs_tools.measure.results import CRASH, OK, TIMEOUT, ConfigResult
-from tpugraphs_tools.measure.round_board import BatchProgress, batch_progress
+from tpugraphs_tools.measure.workers.round_board import BatchProgress, batch_progress
 
 # A timed item's budget is its own samples plus its share of the default's: at most twice
 # ``max_seconds_per_config`` (measure/paired.py charges the default's sample to the round).

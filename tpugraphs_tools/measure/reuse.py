@@ -17,8 +17,8 @@ from __future__ import annotations
 from tpugraphs_tools.errors import WorkerError
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions, RepeatPool
-from tpugraphs_tools.measure.replicas import ProcessSpread
+from tpugraphs_tools.measure.run_state import PipelineOptions, RepeatPool
+from tpugraphs_tools.measure.stats.replicas import ProcessSpread
 
 
 class ReusableMeasurer(PipelinedMeasurer):

@@ -27,9 +27,9 @@ class DefaultProgram:
     spec: SessionSpec
     executable: Any             # loaded; its outputs are the numerics reference
     inputs: list[Any]           # the argument set the numerics check runs on
-    signature: Any              # measure/compile.py entry_signature of the module
+    signature: Any              # compiler/compile.py entry_signature of the module
     device: Any
-    run: Callable[[Any, list[Any]], list[Any]]   # measure/compile.py ``run``
+    run: Callable[[Any, list[Any]], list[Any]]   # compiler/compile.py ``run``
 
     def run_once(self) -> list[Any]:
         return self.run(self.executable, self.inputs)

@@ -16,13 +16,7 @@ import sys
 from typing import Any, ClassVar
 
 from tpugraphs_tools import _xla_compat as X
-from tpugraphs_tools.measure import compile as C
-from tpugraphs_tools.measure.device_timer import (
-    DeviceTimerError,
-    HostTimer,
-    SampleTimer,
-    choose_timer,
-)
+from tpugraphs_tools.compiler import input_bytes, make_inputs
 from tpugraphs_tools.measure.engines.base import (
     DefaultProgram,
     LoadedBatch,
@@ -31,12 +25,18 @@ from tpugraphs_tools.measure.engines.base import (
     Traits,
     bind_copies,
 )
-from tpugraphs_tools.measure.kernel_count import KernelCountCheck
+from tpugraphs_tools.measure.engines.device_timer import (
+    DeviceTimerError,
+    HostTimer,
+    SampleTimer,
+    choose_timer,
+)
+from tpugraphs_tools.measure.engines.kernel_count import KernelCountCheck
+from tpugraphs_tools.measure.engines.sampling import calibrate
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
-from tpugraphs_tools.measure.paired import OnRound, Placement, time_paired
-from tpugraphs_tools.measure.results import CONTROL, ConfigResult
-from tpugraphs_tools.measure.sampling import calibrate
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import CONTROL, ConfigResult, Timing
+from tpugraphs_tools.measure.stats.robust import Placement
+from tpugraphs_tools.measure.stats.rounds import OnRound, time_paired
 
 # Configs of earlier batches re-timed per batch: enough for a between-window SD per graph,
 # few enough to cost a small share of a 16-config batch.
@@ -79,9 +79,9 @@ class PairedEngine:
         bases = load_copies(self.blob, [item.blob for item in items],
                             [item.executables for item in items], self.spec.stop.copies,
                             self.default.device, seed=seed)
-        want = input_sets_that_fit(len(bases), C.input_bytes(self.default.signature))
-        self.input_sets += [C.make_inputs(self.default.signature, self.spec.seed,
-                                          self.spec.backend)
+        want = input_sets_that_fit(len(bases), input_bytes(self.default.signature))
+        self.input_sets += [make_inputs(self.default.signature, self.spec.seed,
+                                        self.spec.backend)
                             for _ in range(want - len(self.input_sets))]
         copies = [bind_copies(item.executables, self.input_sets, self.default.run)
                   for item in items]

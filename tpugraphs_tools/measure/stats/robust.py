@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpugraphs_tools.measure.stats.stopping import MIN_ROUNDS_PER_COPY
+
 TRIM = 0.2
-# A copy's mean log-ratio is trusted from this many rounds on: below it the spread between
-# copies makes a wild estimate (copy_spread), so the placement floor waits for every copy to
-# have been timed this often.
-MIN_ROUNDS_PER_COPY = 5
 
 
 def trimmed_stats(values: Sequence[float], trim: float = TRIM) -> tuple[float, float, int]:

@@ -12,7 +12,6 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Self
 
-from tpugraphs_tools.measure import workers as W
 from tpugraphs_tools.measure.engines import traits_of
 from tpugraphs_tools.measure.messages import (
     DefaultInfo,
@@ -20,9 +19,11 @@ from tpugraphs_tools.measure.messages import (
     SessionSpec,
     WorkerError,
 )
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.processes import WorkerProcess, resolve_isolation, split_cpus
-from tpugraphs_tools.measure.round_board import RoundBoard
+from tpugraphs_tools.measure.run_state import PipelineOptions
+from tpugraphs_tools.measure.workers.compile_worker import compile_main
+from tpugraphs_tools.measure.workers.measure_worker import measure_main
+from tpugraphs_tools.measure.workers.processes import WorkerProcess, resolve_isolation, split_cpus
+from tpugraphs_tools.measure.workers.round_board import RoundBoard
 
 # A measurement worker starts by importing jax, compiling the default config and running it
 # (fixed engine: timing it alone too): two config timeouts, plus a minute for the start.
@@ -70,7 +71,7 @@ class WorkerSlots:
 
     def _spawn_measure(self, slot: int) -> None:
         self._boards[slot] = RoundBoard()  # a dead process's last counts are not the new one's
-        self._measures[slot] = WorkerProcess(W.measure_main, self.spec, self.measure_cpus,
+        self._measures[slot] = WorkerProcess(measure_main, self.spec, self.measure_cpus,
                                              self._boards[slot])
 
     def _await_measure(self, slot: int) -> None:
@@ -98,7 +99,7 @@ class WorkerSlots:
         return [p.pid for p in self._compilers] if self.isolation == "pause" else []
 
     def _new_compiler(self) -> WorkerProcess:
-        return WorkerProcess(W.compile_main, self.spec, self.compile_cpus)
+        return WorkerProcess(compile_main, self.spec, self.compile_cpus)
 
     def start(self) -> DefaultInfo:
         if not self._compilers:
