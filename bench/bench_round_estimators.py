@@ -1,7 +1,7 @@
 """Can the same timing buy a narrower label? Two checks on A/A copies of one program.
 
 Identical copies of a zoo program's default executable are timed as the paired engine times
-a batch (``measure/paired.py``: shuffled rounds, the default sampled like any item, loaded
+a batch (``measure/stats/rounds.py``: shuffled rounds, the default sampled like any item, loaded
 copies rotated per round), so every true ratio is 1.0 and the spread of an estimate between
 blocks of rounds is its noise:
 

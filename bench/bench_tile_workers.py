@@ -24,13 +24,13 @@ def startup_seconds(kernels: list, space, opts, reuse: bool) -> list[float]:
         for kernel in kernels:
             configs = space.configs(kernel.module)
             text = _measure_text(kernel, space)
-            spec, pipeline = kernel_session(
+            session = kernel_session(
                 opts, space.apply(text, configs[0]), rtol=1e-3,
                 compile_options=space.compile_options(configs[0]),
                 isolation=device_env.isolation_for("cpu", opts.isolation),
                 fresh_compiler_per_job=space.fresh_compiler_per_config)
             start = time.perf_counter()
-            workers.session(spec, pipeline)
+            workers.session(session)
             out.append(time.perf_counter() - start)
     return out
 

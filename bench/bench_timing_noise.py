@@ -3,7 +3,7 @@
 Identical copies of one zoo program's default executable are timed against each other, so
 every true ratio is exactly 1.0:
 
-1. *Sample length.* For each ``--sample-ms``, rounds of the paired engine (measure/paired.py)
+1. *Sample length.* For each ``--sample-ms``, rounds of the paired engine (measure/stats/rounds.py)
    over ``--items`` copies; reported: robust SD of one round's log-ratio, the standard error
    of a label after the run, and that error × √(seconds per label) — the noise per unit of
    timing cost (lower is better), which is what the default ``--min-sample-ms`` trades.

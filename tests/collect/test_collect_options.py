@@ -169,13 +169,15 @@ def test_bad_plan_value_on_the_command_line_is_one_line(tmp_path: Path) -> None:
 def test_worker_specs_are_derived_from_the_record() -> None:
     opts = MeasureOptions(workers=3, timing_batch=2, timeout=9.0, timing="fixed", copies=2,
                           max_rounds=5, backend="cpu")
-    spec, pipeline = layout_session(opts, "text", rtol=0.1, compile_options={"a": 1},
-                                    isolation="none")
+    session = layout_session(opts, "text", rtol=0.1, compile_options={"a": 1},
+                             isolation="none")
+    spec, pipeline = session.spec, session.pipeline
     assert (pipeline.compile_workers, pipeline.timing_batch, pipeline.timeout_s) == (3, 2, 9.0)
     assert spec.engine == "fixed" and spec.stop.copies == 2 and spec.stop.max_rounds == 5
     assert spec.stop.min_rounds == 5 and spec.backend == "cpu" and spec.options == {"a": 1}
-    spec, pipeline = kernel_session(opts, "text", rtol=0.1, compile_options={},
-                                    isolation="pause", fresh_compiler_per_job=True)
+    session = kernel_session(opts, "text", rtol=0.1, compile_options={}, isolation="pause",
+                             fresh_compiler_per_job=True)
+    spec, pipeline = session.spec, session.pipeline
     assert spec.dedupe_on_code and spec.return_optimized and spec.fresh_compiler_per_job
     assert pipeline.isolation == "pause" and pipeline.compile_workers == 3
 

@@ -1,4 +1,4 @@
-"""Racing and the per-graph timing budget on synthetic timings (measure/racing.py; no jax)."""
+"""Racing and the per-graph timing budget on synthetic timings (measure/stats/racing.py; no jax)."""
 
 from __future__ import annotations
 

@@ -228,6 +228,6 @@ def test_only_tile_kernel_sessions_use_an_items_own_spread():
     from tpugraphs_tools.measure import MeasureOptions
     from tpugraphs_tools.measure.sessions import kernel_session, layout_session
 
-    layout, _ = layout_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none")
-    kernel, _ = kernel_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none", False)
+    layout = layout_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none").spec
+    kernel = kernel_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none", False).spec
     assert not layout.item_spread and kernel.item_spread

@@ -10,10 +10,11 @@ from test_paired import fake_sampler
 
 from tpugraphs_tools.measure import BatchProgress, MeasureOptions
 from tpugraphs_tools.measure.engines.fixed import time_batch
+from tpugraphs_tools.measure.measurer import WORKER_MAINS
 from tpugraphs_tools.measure.run_state import PipelineOptions
 from tpugraphs_tools.measure.stats.rounds import time_paired
 from tpugraphs_tools.measure.stats.stopping import StopRule
-from tpugraphs_tools.measure.workers.pool import WorkerSlots
+from tpugraphs_tools.measure.workers.pool import WorkerPool
 from tpugraphs_tools.measure.workers.round_board import Reading, RoundBoard, batch_progress
 
 
@@ -77,11 +78,11 @@ class _Proc:
 def test_leaving_on_an_error_or_ctrl_c_kills_the_workers_at_once() -> None:
     from tpugraphs_tools.measure.messages import SessionSpec
 
-    def slots(log: list[str]) -> WorkerSlots:
-        s = WorkerSlots(SessionSpec(base_text="", engine="paired", processes=2),
-                        PipelineOptions(isolation="none"))
-        s._compilers = [_Proc(log, "compile")]  # type: ignore[list-item]
-        s._measures = [_Proc(log, "measure0"), _Proc(log, "measure1")]  # type: ignore[list-item]
+    def slots(log: list[str]) -> WorkerPool:
+        s = WorkerPool(SessionSpec(base_text="", engine="paired", processes=2),
+                       PipelineOptions(isolation="none"), 2, WORKER_MAINS)
+        s.compilers = [_Proc(log, "compile")]  # type: ignore[list-item]
+        s.measures = [_Proc(log, "measure0"), _Proc(log, "measure1")]  # type: ignore[list-item]
         return s
 
     calm: list[str] = []

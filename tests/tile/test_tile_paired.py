@@ -23,7 +23,7 @@ from tpugraphs_tools.collect.tile_labels import kernel_arrays
 from tpugraphs_tools.measure import SharedWorkers
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.run_state import PipelineOptions
+from tpugraphs_tools.measure.run_state import PipelineOptions, Session
 from tpugraphs_tools.publish import compute_stats
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
@@ -196,17 +196,17 @@ def test_shared_workers_switch_kernels_without_new_processes():
     pipeline = PipelineOptions(compile_workers=1, timing_batch=4, timeout_s=60,
                                isolation="pause")
     with SharedWorkers() as workers:
-        first = workers.session(_spec(ADD), pipeline)
-        pids = sorted(m.pid for m in first._measures if m)
-        compilers = sorted(p.pid for p in first._compilers)
-        key = first.default_info.key if first.default_info else None
-        second = workers.session(_spec(MUL), pipeline)
+        first = workers.session(Session(_spec(ADD), pipeline))
+        pids = sorted(m.pid for m in first.pool.measures if m)
+        compilers = sorted(p.pid for p in first.pool.compilers)
+        key = first.start().key
+        second = workers.session(Session(_spec(MUL), pipeline))
         assert second is first and len(pids) == 2
-        assert sorted(m.pid for m in second._measures if m) == pids
-        assert sorted(p.pid for p in second._compilers) == compilers
-        assert second.default_info is not None and second.default_info.key != key
+        assert sorted(m.pid for m in second.pool.measures if m) == pids
+        assert sorted(p.pid for p in second.pool.compilers) == compilers
+        assert second.start().key != key
         broken = ADD.replace("add(a, a)", "add(a, b)")
         with pytest.raises(Exception, match="default"):
-            workers.session(_spec(broken), pipeline)
-        again = workers.session(_spec(ADD), pipeline)  # fresh workers after a failure
-        assert again.default_info is not None and again.default_info.key == key
+            workers.session(Session(_spec(broken), pipeline))
+        again = workers.session(Session(_spec(ADD), pipeline))  # fresh workers after a failure
+        assert again.start().key == key

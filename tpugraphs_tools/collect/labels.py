@@ -39,7 +39,7 @@ def ci_quantile(low: float | None, high: float | None, log_se: float | None) -> 
     """The t quantile a label's CI was built with: its log half-width over its log-scale se.
 
     One process's CI uses Yuen's df on its rounds, a label averaged over processes uses
-    Satterthwaite's df (measure/replicas.py) with ``rounds`` summed over them: only the
+    Satterthwaite's df (measure/stats/replicas.py) with ``rounds`` summed over them: only the
     engine's own se recovers the quantile for both."""
     if not low or not high or not log_se or not math.isfinite(high) or log_se <= 0:
         return None

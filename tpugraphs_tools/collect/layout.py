@@ -1,7 +1,7 @@
 """Layout collection: configs for one graph, applied for real, measured in a worker.
 
-Labels come from the paired engine (measure/paired.py): each config's ratio to the default with
-a 95% CI from per-round paired samples; the npz ``config_runtime`` is that ratio times the
+Labels come from the paired engine (measure/stats/rounds.py): each config's ratio to the default
+with a 95% CI from per-round paired samples; the npz ``config_runtime`` is that ratio times the
 graph's default runtime measured in the batches' windows (the median over batches), the default
 row included. Every batch also times an A/A control (a copy of the default) stored as a
 ``control`` row, never in the npz: its spread is the noise floor. ``timing="fixed"`` keeps the
@@ -51,7 +51,7 @@ from tpugraphs_tools.measure import (
     ConfigResult,
     Job,
     MeasureOptions,
-    PipelinedMeasurer,
+    Measurer,
     Status,
     StopReason,
     device_env,
@@ -127,7 +127,7 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
             rows[i] = row
     device_env.share_device_memory()
     platform, _kind = device_info(opts.backend)
-    spec, pipeline = layout_session(
+    session = layout_session(
         opts, text, rtol=device_env.resolve_rtol(opts.rtol, platform, module),
         compile_options=device_env.layout_compile_options(platform),
         isolation=device_env.isolation_for(platform, opts.isolation),
@@ -156,13 +156,13 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
     todo = [i for i in range(len(configs)) if i not in rows]
     restarts = 0
     if todo:
-        with PipelinedMeasurer(spec, pipeline) as measurer:
+        with Measurer(session) as measurer:
             info = measurer.start()
             known = {info.key: 0}
             for index, row in rows.items():
                 fp = row["optimized_fingerprint"]
                 if row["status"] == OK and index and fp:
-                    known.setdefault(options_key(fp, spec.options), index)
+                    known.setdefault(options_key(fp, session.spec.options), index)
             if 0 not in rows:
                 record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
                                     realized=info.realized,

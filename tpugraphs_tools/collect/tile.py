@@ -7,7 +7,7 @@ config first, then the space's candidates, each timed with the default in the sa
 builds its graph and hands it to a store (``collect/tile_store.py``). How labels,
 ``config_runtime`` and ``config_runtime_normalizers`` follow from the timings is in
 ``collect/tile_labels.py`` and docs/tile-collection.md. The kernels of one program share their
-worker processes (``measure/reuse.py``): each kernel hands them its own default.
+worker processes (``measure/measurer.py``): each kernel hands them its own default.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Tile labels: the configs.parquet rows of a kernel's results and its TpuGraphs config arrays.
 
 Two engines (``--engine``). *paired* (default): each config's label is its ratio to the default
-timed in the same rounds, with a 95% CI (measure/paired.py); ``config_runtime_normalizers`` is
+timed in the same rounds, with a 95% CI (measure/stats/rounds.py); ``config_runtime_normalizers`` is
 the default's runtime in that config's timing window (the median of its default samples) and
 ``config_runtime`` is round(ratio × normalizer), so runtime / normalizer is the stored
 ``relative_to_default`` to rounding. The default's own row is the reference: ratio 1, runtime =

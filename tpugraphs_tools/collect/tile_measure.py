@@ -6,7 +6,7 @@ a store) because this is the per-kernel loop: which configs are tried (single se
 combinations without a setting that was a no-op alone), how each result becomes a config row
 (``tile_labels.py``) with its realized tile and its effect against the default, and how rows an
 interrupted run journaled are taken back instead of measured again. Each kernel is measured by
-the pipelined engine (``measure/pipeline.py``) with the engine ``--engine`` names, each
+a measurer (``measure/measurer.py``) with the engine ``--engine`` names, each
 candidate timed with the default in the same window.
 
 No-ops: the engine dedupes on (optimized HLO fingerprint, hash of the generated machine code),
@@ -40,7 +40,7 @@ from tpugraphs_tools.measure import (
     ConfigResult,
     Job,
     MeasureOptions,
-    PipelinedMeasurer,
+    Measurer,
     SharedWorkers,
     Timing,
     device_env,
@@ -60,7 +60,7 @@ class TileOptions:
     max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
     min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
     space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
-    # Kernels share their worker processes (measure/reuse.py); False: fresh ones per kernel,
+    # Kernels share their worker processes (measure/measurer.py); False: fresh ones per kernel,
     # as before (for measuring what sharing saves).
     share_workers: bool = True
 
@@ -213,19 +213,19 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
 
     by_index[0] = configs[0]
     resume(0)
-    measurer: PipelinedMeasurer | None = None
+    measurer: Measurer | None = None
 
-    def session() -> PipelinedMeasurer:
+    def session() -> Measurer:
         nonlocal measurer
         if measurer is None:
-            spec, pipeline = kernel_session(
+            spec = kernel_session(
                 measure, space.apply(text, configs[0]),
                 rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
                 compile_options=space.compile_options(configs[0]),
                 isolation=device_env.isolation_for(platform, measure.isolation),
                 fresh_compiler_per_job=space.fresh_compiler_per_config,
                 timer=device_env.timer_for(platform, "tile", measure.timer))
-            measurer = workers.session(spec, pipeline)
+            measurer = workers.session(spec)
             run.restarts = -measurer.restarts
             info = measurer.start()
             known[info.key] = 0

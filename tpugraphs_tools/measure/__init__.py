@@ -5,6 +5,8 @@
 
 from tpugraphs_tools.measure import device_env
 from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure.engines import Traits, traits_of
+from tpugraphs_tools.measure.measurer import Measurer, SharedWorkers
 from tpugraphs_tools.measure.messages import Job, SessionSpec, WorkerError
 from tpugraphs_tools.measure.options import GROUPS as OPTION_GROUPS
 from tpugraphs_tools.measure.options import KEY_ALIASES as OPTION_KEY_ALIASES
@@ -16,7 +18,6 @@ from tpugraphs_tools.measure.options import (
     option_default,
     option_kind,
 )
-from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     CONTROL,
@@ -31,8 +32,7 @@ from tpugraphs_tools.measure.results import (
     Timer,
     Timing,
 )
-from tpugraphs_tools.measure.reuse import SharedWorkers
-from tpugraphs_tools.measure.run_state import PipelineOptions
+from tpugraphs_tools.measure.run_state import PipelineOptions, Session
 from tpugraphs_tools.measure.sessions import kernel_session, layout_session, tile_options
 from tpugraphs_tools.measure.stats.robust import TRIM
 from tpugraphs_tools.measure.workers.logs import (
@@ -61,15 +61,17 @@ __all__ = [
     "ConfigResult",
     "Job",
     "MeasureOptions",
+    "Measurer",
     "OptionInfo",
     "PipelineOptions",
-    "PipelinedMeasurer",
+    "Session",
     "SessionSpec",
     "SharedWorkers",
     "Status",
     "StopReason",
     "Timer",
     "Timing",
+    "Traits",
     "WorkerError",
     "device_env",
     "first_reason",
@@ -81,4 +83,5 @@ __all__ = [
     "reason_of",
     "share_device_memory",
     "tile_options",
+    "traits_of",
 ]

@@ -42,18 +42,18 @@ class SessionSpec:
     # tile: each configured compile then needs a compile worker of its own (tile_gpu.py).
     fresh_compiler_per_job: bool = False
     # "paired": samples of k runs next to default samples, ratio CIs, adaptive rounds and an
-    # A/A control per batch (measure/paired.py); "fixed": ``repeats`` rotating rounds of single
-    # runs against a solo-timed default (the old engine of layout and tile, ``--engine fixed``).
+    # A/A control per batch (measure/stats/rounds.py); "fixed": ``repeats`` rotating rounds
+    # of single runs against a solo-timed default (the old engine, ``--engine fixed``).
     engine: str = "fixed"
     min_sample_ms: float = 1.0
     prime_runs: int = 0   # paired: untimed runs of a program just before each sample of k > 1
     stop: StopRule = field(default_factory=StopRule)   # per measurement process
     adaptive: bool = True
-    # Paired engine: measurement processes each batch is timed in (measure/replicas.py).
+    # Paired engine: measurement processes each batch is timed in (measure/stats/replicas.py).
     processes: int = 1
     # Paired engine: how a sample is timed, resolved for the platform (device_env.timer_for):
     # "host", "device" (the first device timer that works) or a timer's name
-    # (measure/device_timer.py); a device timer that does not work falls back to "host".
+    # (measure/engines/device_timer.py); a device timer that does not work falls back to "host".
     timer: str = "host"
     # Paired engine, three or more processes: a config whose own processes disagree more than
     # the batch's pooled spread gets a CI from its own spread (replicas.combined_interval).
@@ -104,7 +104,7 @@ class Batch:
     # processes of a graph time equal samples); None calibrates.
     runs_per_sample: int | None = None
     # Paired engine: timed seconds this batch may spend in each process (its share of the
-    # graph's --budget-seconds, measure/racing.py); None: no budget.
+    # graph's --budget-seconds, measure/stats/racing.py); None: no budget.
     budget_seconds: float | None = None
     # Paired engine: the between-process variance of a label (var u + var v, log scale) as
     # the processes that timed this batch before estimate it (replicas.partial_between); None

@@ -43,7 +43,7 @@ class StopReason(enum.StrEnum):
     FIXED_ROUNDS = "fixed_rounds"
     REFERENCE = "reference"          # the default row: its label is the in-window default
     PLACEMENT_FLOOR = "placement_floor"
-    BUDGET = "budget"                # the graph's --budget-seconds ran out (measure/racing.py)
+    BUDGET = "budget"                # the graph's --budget-seconds ran out (stats/racing.py)
 
 
 class Timer(enum.StrEnum):

@@ -14,7 +14,7 @@ from tpugraphs_tools.measure.device_env import is_gpu, timer_for
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions, option_default
 from tpugraphs_tools.measure.results import HOST
-from tpugraphs_tools.measure.run_state import PipelineOptions
+from tpugraphs_tools.measure.run_state import PipelineOptions, Session
 
 # Tile kernels on a GPU, where --timer gives device time: values that replace options still at
 # their (CPU-sized) defaults. A device-timed microsecond kernel is precise after a few rounds:
@@ -45,7 +45,7 @@ def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:
 
 
 def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options: dict[str, Any],
-                   isolation: str, timer: str = HOST) -> tuple[SessionSpec, PipelineOptions]:
+                   isolation: str, timer: str = HOST) -> Session:
     """Worker specs of a layout collection: ``opts.timing``'s engine; ``timer`` is
     ``opts.timer`` resolved for the platform (device_env.timer_for)."""
     spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed,
@@ -54,18 +54,17 @@ def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options
                        min_sample_ms=opts.min_sample_ms, prime_runs=opts.prime_runs,
                        stop=opts.stop, adaptive=opts.adaptive,
                        processes=opts.processes, timer=timer)
-    return spec, pipeline_options(opts, isolation)
+    return Session(spec, pipeline_options(opts, isolation))
 
 
 def kernel_session(opts: MeasureOptions, text: str, rtol: float,
                    compile_options: dict[str, Any], isolation: str,
-                   fresh_compiler_per_job: bool, timer: str = HOST
-                   ) -> tuple[SessionSpec, PipelineOptions]:
+                   fresh_compiler_per_job: bool, timer: str = HOST) -> Session:
     """Worker specs of one tile kernel: ``opts.timing``'s engine as for layout, deduplicated on
     generated code (an option that changes neither the HLO nor the code is a no-op), the
     optimized HLO returned with each result, and a config's own process spread used where it
     is the larger (``SessionSpec.item_spread``)."""
-    layout, pipeline = layout_session(opts, text, rtol, compile_options, isolation, timer)
-    spec = replace(layout, dedupe_on_code=True, return_optimized=True,
+    layout = layout_session(opts, text, rtol, compile_options, isolation, timer)
+    spec = replace(layout.spec, dedupe_on_code=True, return_optimized=True,
                    fresh_compiler_per_job=fresh_compiler_per_job, item_spread=True)
-    return spec, pipeline
+    return replace(layout, spec=spec)

@@ -1,6 +1,6 @@
 """The contract between the measurement worker and a timing engine.
 
-The worker loop (``measure/workers.py``) owns what every engine shares: the default config
+The worker loop (``workers/measure_worker.py``) owns what every engine shares: the default config
 compiled and checked once, each batch's numerics check, the compile workers stopped during the
 timed section, the ``repeat`` status. An :class:`Engine` owns how a checked batch is loaded,
 warmed up and timed, and which labels it gets: ``engines/paired.py`` (ratio CIs, adaptive rounds,
@@ -55,13 +55,13 @@ class LoadedBatch:
 
 @dataclass(frozen=True)
 class Traits:
-    """What the parent process (measure/pipeline.py) must know about an engine."""
+    """What the parent process (measure/measurer.py) must know about an engine."""
 
     # Configs of earlier batches timed again in each batch (their ``repeat`` rows measure
     # the variance between timing windows, collect/labels.py).
     repeats_per_batch: int
     # Every batch is timed in each of ``SessionSpec.processes`` measurement workers in turn
-    # and their labels are combined (measure/replicas.py); False: one worker.
+    # and their labels are combined (measure/stats/replicas.py); False: one worker.
     replicated: bool
     # Items stop on a timing budget (``StopRule.max_seconds_per_config``), which the batch's
     # hang limit must allow for; False: a fixed number of rounds.

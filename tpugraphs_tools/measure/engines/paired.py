@@ -1,5 +1,5 @@
 """The paired engine: samples of k runs next to default samples, ratio CIs, adaptive rounds
-and an A/A control per batch (the statistics are in ``measure/paired.py``).
+and an A/A control per batch (the statistics are in ``measure/stats/rounds.py``).
 
 No solo timing of the default: the sample size k is calibrated in the first batch's quiet
 window. The default's timed copies and the A/A control are loaded per batch, interleaved with
@@ -143,7 +143,7 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
     never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none);
     ``process_var``: the between-process variance the earlier processes measured;
     ``timer``: how a sample is read (None: the host clock), recorded on every label with
-    the program's kernels per run (device timers: measure/kernel_count.py);
+    the program's kernels per run (device timers: measure/engines/kernel_count.py);
     ``timer_fallback``: why the host clock times labels a device timer was asked for;
     ``on_round``: told the rounds done and configs still timed (paired.time_paired)."""
     timer = timer or HostTimer()

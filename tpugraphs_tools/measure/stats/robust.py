@@ -1,7 +1,7 @@
 """Robust statistics of one item's log-ratios: the trimmed mean with Yuen's standard error,
 and the spread between the loaded copies of a program (placement).
 
-Apart from ``measure/paired.py`` (the rounds and the stopping rule) because the replicas,
+Apart from ``measure/stats/rounds.py`` (the rounds and the stopping rule) because the replicas,
 the benches and the tests read these alone.
 """
 

@@ -222,7 +222,7 @@ def _over_budget(batch: PairedBatch, active: list[int], rule: StopRule, usual: l
                  controls: set[int]) -> list[int]:
     """Configs the budget stops now: all once the seconds are spent; before that the settled
     ones (95% CI apart from 1.0 and the neighbours) as soon as the seconds left would not pay
-    for the rounds the overlapping ones still need (measure/racing.py)."""
+    for the rounds the overlapping ones still need (measure/stats/racing.py)."""
     assert rule.budget_seconds is not None
     left = rule.budget_seconds - sum(batch.seconds)
     timed = [i for i in active if i not in waiting]

@@ -55,7 +55,7 @@ class StopRule:
     # to it (or 1.0, the default) keeps going to this half-width: time goes where ranks are
     # uncertain. None: the target alone.
     rank_precision: float | None = None
-    # Opt-in (measure/racing.py; only the budget is benchmarked, on resnet18 tiny).
+    # Opt-in (measure/stats/racing.py; only the budget is benchmarked, on resnet18 tiny).
     # ``race``: separation is asked after
     # every round from ``race_start`` on, on a confidence sequence (valid over all looks),
     # instead of at the looks. ``budget_seconds``: timed seconds this batch may spend (the
