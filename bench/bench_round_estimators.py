@@ -63,7 +63,7 @@ def timed_rounds(sample: Callable[[int, int], tuple[float, float]], count: int, 
         calls.append((i, math.log(ns)))
         return ns, seconds
 
-    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), copies=copies)
+    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), loaded_copies=copies)
     batch = time_paired(logged, count, rule, adaptive=False, seed=seed)
     items = np.array([i for i, _ in calls])
     logs = np.array([y for _, y in calls])

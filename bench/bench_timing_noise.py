@@ -86,7 +86,7 @@ def shipped_rounds(sample, items: int, rounds: int, copies: int):
     from tpugraphs_tools.measure.stats.rounds import time_paired
     from tpugraphs_tools.measure.stats.stopping import StopRule
 
-    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), copies=copies)
+    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), loaded_copies=copies)
     batch = time_paired(sample, items, rule, adaptive=False)
     return batch.log_ratios
 

@@ -64,9 +64,9 @@ def main() -> int:
 
     naive_wall, naive_compile, naive_timed = naive_loop(src, configs, space, args.repeats,
                                                         args.warmup)
-    opts = MeasureOptions(configs=args.configs, repeats=args.repeats, warmup=args.warmup,
+    opts = MeasureOptions(configs=args.configs, fixed_rounds=args.repeats, warmup=args.warmup,
                           workers=args.workers, timing_batch=args.timing_batch,
-                          isolation=args.isolation, timing="fixed")  # N runs, like naive
+                          isolation=args.isolation, engine="fixed")  # N runs, like naive
     start = time.perf_counter()
     result = collect_layout_configs(src.text, src.module, opts, configs=configs)
     tgt_wall = time.perf_counter() - start

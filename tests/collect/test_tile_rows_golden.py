@@ -142,7 +142,7 @@ def fingerprint() -> dict[str, Any]:
             source, program="golden", program_args={"file": "golden.hlo"},
             parent_graph_id="golden.parent",
             opts=collect_tile.TileOptions(MeasureOptions(configs=8, backend="cpu",
-                                                         timing="fixed"),
+                                                         engine="fixed"),
                                           space=_Space()))  # type: ignore[arg-type]
     finally:
         collect_tile.SharedWorkers = original  # type: ignore[misc]

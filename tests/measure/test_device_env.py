@@ -87,7 +87,7 @@ def test_fresh_compiler_per_job_compiles_each_config_in_a_new_process():
     from tpugraphs_tools.measure.results import OK, ConfigResult
     from tpugraphs_tools.measure.run_state import PipelineOptions, Session
 
-    spec = SessionSpec(base_text=F32, backend="cpu", repeats=2, warmup=1,
+    spec = SessionSpec(base_text=F32, backend="cpu", fixed_rounds=2, warmup=1,
                        fresh_compiler_per_job=True)
     results: list[ConfigResult] = []
     with Measurer(Session(spec, PipelineOptions(isolation="none", timing_batch=1))) as m:

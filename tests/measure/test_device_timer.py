@@ -116,7 +116,7 @@ def _engine(monkeypatch, gpu: FakeGpu, timer: str) -> PairedEngine:
         return []
 
     spec = SessionSpec("text", engine="paired", warmup=1, min_sample_ms=0.0, timer=timer,
-                       stop=StopRule(max_rounds=60, copies=2, target_precision=0.002))
+                       stop=StopRule(max_rounds=60, loaded_copies=2, target_precision=0.002))
     default = DefaultProgram(spec, "default", ["x"], signature=None, device=None, run=run)
     from tpugraphs_tools import _xla_compat
 
@@ -189,9 +189,9 @@ def test_auto_is_device_time_for_gpu_tiles_only_and_gpu_budgets_fill_unset_optio
     assert device_env.timer_for("gpu", "layout", AUTO) == T.HOST
     assert device_env.timer_for("cpu", "tile", AUTO) == T.HOST
     assert device_env.timer_for("cpu", "tile", T.CUPTI) == T.CUPTI
-    opts = MeasureOptions(copies=8)
+    opts = MeasureOptions(loaded_copies=8)
     gpu = tile_options(opts, "gpu")
-    assert gpu.copies == 8  # set by the user: kept
+    assert gpu.loaded_copies == 8  # set by the user: kept
     assert gpu.measure_processes == 2 and gpu.budget_seconds == 4.0
     assert tile_options(opts, "cpu") == opts
     assert tile_options(MeasureOptions(timer=T.HOST), "gpu") == \

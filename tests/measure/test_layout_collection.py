@@ -92,7 +92,7 @@ def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source, mo
     # default's compile and the control batch's loading, so those are kept light (one
     # process, two copies) and the timeout long enough for a busy host.
     opts = MeasureOptions(configs=3, warmup=0, timeout=30, min_sample_ms=1, max_rounds=8,
-                          measure_processes=1, copies=2)
+                          measure_processes=1, loaded_copies=2)
     result = collect_layout_configs(src.text, src.module, opts,
                                     configs=[configs[0], configs[2], configs[5]])
     # Nothing reached timing: a control-only batch still measures the default in a window.

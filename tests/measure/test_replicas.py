@@ -179,12 +179,14 @@ def test_combine_merges_items_across_processes_and_keeps_failures():
 
 
 def test_options_share_the_precision_target_caps_and_copies_out_between_processes():
-    one = MeasureOptions(measure_processes=1).stop
-    two = MeasureOptions(measure_processes=2).stop
+    from tpugraphs_tools.measure.sessions import stop_rule
+
+    one = stop_rule(MeasureOptions(measure_processes=1))
+    two = stop_rule(MeasureOptions(measure_processes=2))
     assert two.target_precision == pytest.approx(one.target_precision * math.sqrt(2))
-    assert (two.max_rounds, two.copies) == (one.max_rounds // 2, one.copies // 2)
+    assert (two.max_rounds, two.loaded_copies) == (one.max_rounds // 2, one.loaded_copies // 2)
     assert two.max_seconds_per_config == pytest.approx(one.max_seconds_per_config / 2)
-    fixed = MeasureOptions(measure_processes=2, timing="fixed").stop
+    fixed = stop_rule(MeasureOptions(measure_processes=2, engine="fixed"))
     assert fixed == one
 
 
@@ -221,13 +223,16 @@ def test_an_item_whose_processes_disagree_gets_its_own_spread():
     assert center - half > 0
 
 
-def test_only_tile_kernel_sessions_use_an_items_own_spread():
+def test_only_tile_kernel_sessions_use_an_items_own_spread(tiny_hlo: str):
     """Layout (whole programs) keeps the pooled spread: there the item rule cost 3-10 points
     of claims and no claimed order needed it (docs/benchmarks/history/
     2026-12-06-layout-item-spread.md); tile kernels use it."""
-    from tpugraphs_tools.measure import MeasureOptions
+    from tpugraphs_tools.hlo import parse_hlo_text
+    from tpugraphs_tools.measure import MeasureOptions, Platform
     from tpugraphs_tools.measure.sessions import kernel_session, layout_session
 
-    layout = layout_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none").spec
-    kernel = kernel_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none", False).spec
+    module, cpu = parse_hlo_text(tiny_hlo, source="test"), Platform("cpu", "cpu")
+    layout = layout_session(MeasureOptions(), tiny_hlo, module, cpu).spec
+    kernel = kernel_session(MeasureOptions(), tiny_hlo, module, cpu, compile_options={},
+                            fresh_compiler_per_job=False).spec
     assert not layout.item_spread and kernel.item_spread

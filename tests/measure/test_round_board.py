@@ -99,7 +99,7 @@ def test_a_real_batch_reports_rising_rounds_before_its_results(convnet_source: A
     from tpugraphs_tools.collect import collect_layout_configs
 
     # Never precise enough: every config runs to its seconds cap, a batch of several seconds.
-    opts = MeasureOptions(configs=3, warmup=0, timeout=60, min_sample_ms=1, copies=1,
+    opts = MeasureOptions(configs=3, warmup=0, timeout=60, min_sample_ms=1, loaded_copies=1,
                           measure_processes=1, target_precision=1e-6,
                           max_seconds_per_config=2.0, isolation="none")
     heard: list[BatchProgress] = []

@@ -20,15 +20,17 @@ from tpugraphs_tools.cli import main
 from tpugraphs_tools.collect.graphs import write_graphs
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.collect.tile_labels import kernel_arrays
-from tpugraphs_tools.measure import SharedWorkers
+from tpugraphs_tools.measure import SharedWorkers, traits_of
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.measure.run_state import PipelineOptions, Session
+from tpugraphs_tools.measure.sessions import stop_rule
 from tpugraphs_tools.publish import compute_stats
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
-SMALL = {"max_rounds": 24, "copies": 2, "measure_processes": 2, "warmup": 1, "timeout": 60}
+SMALL = {"max_rounds": 24, "loaded_copies": 2, "measure_processes": 2, "warmup": 1,
+         "timeout": 60}
 SMALL_FLAGS = ["--max-rounds", "24", "--loaded-copies", "2", "--measure-processes", "2",
                "--warmup", "1"]
 
@@ -168,7 +170,8 @@ def test_kernel_arrays_from_paired_rows():
     rows = [row(0, "ok", is_default=True), row(1, "ok", 1.25, 1000), row(2, "noop"),
             row(3, "ok", 0.8, 1010), row(4, "control", 1.001, 990)]
     rows[0]["runtime_min_ns"] = None
-    out, arrays = kernel_arrays(rows, [np.zeros(24, np.float32)] * 3)  # type: ignore[arg-type]
+    out, arrays = kernel_arrays(rows, [np.zeros(24, np.float32)] * 3,  # type: ignore[arg-type]
+                                traits_of("paired"))
     assert arrays["config_runtime_normalizers"].tolist() == [1000, 1000, 1010]
     assert arrays["config_runtime"].tolist() == [1000, 1250, 808]
     assert [r["npz_row"] for r in out] == [0, 1, None, 2, None]
@@ -179,7 +182,7 @@ def test_kernel_arrays_from_paired_rows():
 
 def _spec(text: str) -> SessionSpec:
     opts = MeasureOptions(**SMALL)
-    return SessionSpec(base_text=text, backend="cpu", engine="paired", stop=opts.stop,
+    return SessionSpec(base_text=text, backend="cpu", engine="paired", stop=stop_rule(opts),
                        processes=2, dedupe_on_code=True, return_optimized=True)
 
 

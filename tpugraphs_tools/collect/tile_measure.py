@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text
 from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.tile_labels import tile_row
@@ -43,9 +42,9 @@ from tpugraphs_tools.measure import (
     Measurer,
     SharedWorkers,
     Timing,
-    device_env,
     kernel_session,
-    tile_options,
+    platform_of,
+    traits_of,
 )
 
 Progress = Callable[[str], None]
@@ -144,8 +143,8 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         with SharedWorkers(reuse=False) as own:
             return measure_kernel(kernel, space, opts, configs, progress, on_row, own, done)
     text = _measure_text(kernel, space)
-    platform, _kind = device_info(opts.measure.backend)
-    measure = tile_options(opts.measure, platform)
+    platform = platform_of(opts.measure.backend)
+    traits = traits_of(opts.measure.engine)
     run = KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
@@ -168,8 +167,8 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
             return  # a failed re-timing of a config measured fine before: nothing to keep
         if result.status in (CONTROL, REPEAT):
             # journaled at once at an index of its own; renumbered after the configs below
-            row = tile_row(EXTRA_BASE + len(extras), by_index[result.repeat_of or 0], measure,
-                           result, {}, extra=True)
+            row = tile_row(EXTRA_BASE + len(extras), by_index[result.repeat_of or 0],
+                           opts.measure, traits, result, {}, extra=True)
             extras.append(row)
             on_row(row)
             return
@@ -178,9 +177,10 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         config = by_index[index]
         realized, facts = _realize(space, config, result.optimized_text)
         if (result.status == OK and index and result.timing and result.default_timing
-                and result.stop_reason is None):
+                and not traits.ratio_labels):  # fixed engine: the effect in units of CV
             facts.update(_effect(result.timing, result.default_timing))
-        keep(index, tile_row(index, config, measure, result, facts), config, realized)
+        keep(index, tile_row(index, config, opts.measure, traits, result, facts), config,
+             realized)
         on_row(rows[index])
         progress(f"{kernel.name}: config {index} {result.status}")
 
@@ -218,14 +218,10 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
     def session() -> Measurer:
         nonlocal measurer
         if measurer is None:
-            spec = kernel_session(
-                measure, space.apply(text, configs[0]),
-                rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
+            measurer = workers.session(kernel_session(
+                opts.measure, space.apply(text, configs[0]), kernel.module, platform,
                 compile_options=space.compile_options(configs[0]),
-                isolation=device_env.isolation_for(platform, measure.isolation),
-                fresh_compiler_per_job=space.fresh_compiler_per_config,
-                timer=device_env.timer_for(platform, "tile", measure.timer))
-            measurer = workers.session(spec)
+                fresh_compiler_per_job=space.fresh_compiler_per_config))
             run.restarts = -measurer.restarts
             info = measurer.start()
             known[info.key] = 0

@@ -1,10 +1,14 @@
-"""Measurement: apply a config for real, compile in isolated workers, time it honestly.
+"""Measurement: compile configs in isolated workers and time them honestly against the
+default config.
 
-``device_env`` is a deliberately public module (per-platform isolation, tolerances, memory).
+The rooms (pyproject.toml's ``measure rooms`` contract, docs/architecture.md): ``measurer``
+(a :class:`Measurer` owns its worker pool, compile side, timing side and the graph's state);
+``sessions`` (what it is told, from the options, the module and the platform); ``options``
+(the user's record); ``workers/`` (the processes); ``engines/`` (how a batch is timed);
+``run_state``; ``device_env`` (per-platform rules); ``messages``; ``stats/``; ``results``.
 """
 
-from tpugraphs_tools.measure import device_env
-from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure.device_env import Platform, platform_of, share_device_memory
 from tpugraphs_tools.measure.engines import Traits, traits_of
 from tpugraphs_tools.measure.measurer import Measurer, SharedWorkers
 from tpugraphs_tools.measure.messages import Job, SessionSpec, WorkerError
@@ -33,7 +37,7 @@ from tpugraphs_tools.measure.results import (
     Timing,
 )
 from tpugraphs_tools.measure.run_state import PipelineOptions, Session
-from tpugraphs_tools.measure.sessions import kernel_session, layout_session, tile_options
+from tpugraphs_tools.measure.sessions import kernel_session, layout_session
 from tpugraphs_tools.measure.stats.robust import TRIM
 from tpugraphs_tools.measure.workers.logs import (
     LOG_NAME,
@@ -64,6 +68,7 @@ __all__ = [
     "Measurer",
     "OptionInfo",
     "PipelineOptions",
+    "Platform",
     "Session",
     "SessionSpec",
     "SharedWorkers",
@@ -73,15 +78,14 @@ __all__ = [
     "Timing",
     "Traits",
     "WorkerError",
-    "device_env",
     "first_reason",
     "kernel_session",
     "layout_session",
     "log_workers_to",
     "option_default",
     "option_kind",
+    "platform_of",
     "reason_of",
     "share_device_memory",
-    "tile_options",
     "traits_of",
 ]

@@ -11,6 +11,7 @@ rules here (docs/gpu.md) keep each of those honest; on CPU they change nothing.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from tpugraphs_tools.hlo import Module, Shape
@@ -36,6 +37,30 @@ def share_device_memory() -> dict[str, str]:
 
 def is_gpu(platform: str) -> bool:
     return platform in GPU_PLATFORMS
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The device configs are compiled and timed on: jax's platform name (``cpu``, ``gpu``,
+    ``cuda``, ``rocm``, ...) and its device kind (stored in graph rows)."""
+
+    name: str
+    device_kind: str
+
+    @property
+    def is_gpu(self) -> bool:
+        return is_gpu(self.name)
+
+
+def platform_of(backend: str | None) -> Platform:
+    """The platform of the jax backend that compiles and times (None: jax's default). Sets
+    the shared-memory rule first (:func:`share_device_memory`): this may be the first call that
+    starts a GPU backend in this process."""
+    share_device_memory()
+    import jax
+
+    device = jax.devices(backend)[0]
+    return Platform(device.platform, str(device.device_kind))
 
 
 # --isolation: how compilation is kept off the timed runs (workers/processes.resolve_isolation

@@ -31,7 +31,7 @@ class SessionSpec:
     options: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     warmup: int = 2
-    repeats: int = 10
+    fixed_rounds: int = 10
     rtol: float = 1e-3
     # Tile collection: dedupe on (optimized HLO, generated machine code) instead of
     # (optimized HLO, options), so an option that changes nothing is a no-op (compile.py).
@@ -42,7 +42,7 @@ class SessionSpec:
     # tile: each configured compile then needs a compile worker of its own (tile_gpu.py).
     fresh_compiler_per_job: bool = False
     # "paired": samples of k runs next to default samples, ratio CIs, adaptive rounds and an
-    # A/A control per batch (measure/stats/rounds.py); "fixed": ``repeats`` rotating rounds
+    # A/A control per batch (measure/stats/rounds.py); "fixed": ``fixed_rounds`` rotating rounds
     # of single runs against a solo-timed default (the old engine, ``--engine fixed``).
     engine: str = "fixed"
     min_sample_ms: float = 1.0

@@ -1,21 +1,21 @@
-"""One record for how a collect item is measured, and the worker specs derived from it.
+"""One record for how a collect item is measured: the user's options, as flags and plan keys.
 
 Why here and not in ``collect/``: measure/ is the lower layer. The worker specs
-(:class:`SessionSpec`, :class:`PipelineOptions`) are built from this record, and measure/ must
-never import collect/. ``tgt collect`` flags and plan keys both become a :class:`MeasureOptions`
-through :meth:`MeasureOptions.from_keys` (field name = plan key = flag without ``--``).
+(:class:`SessionSpec`, :class:`PipelineOptions`) are built from this record (``sessions.py``),
+and measure/ must never import collect/. ``tgt collect`` flags and plan keys both become a
+:class:`MeasureOptions` through :meth:`MeasureOptions.from_keys` (field name = plan key = flag
+without ``--``; a renamed flag's old spelling is an old key, :data:`KEY_ALIASES`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
 from tpugraphs_tools.measure.device_env import ISOLATIONS
-from tpugraphs_tools.measure.engines import ENGINES, traits_of
+from tpugraphs_tools.measure.engines import ENGINES
 from tpugraphs_tools.measure.results import TIMER_CHOICES
 from tpugraphs_tools.measure.stats.stopping import StopRule
 
@@ -54,9 +54,9 @@ def _option(default: Any, help: str, **info: Any) -> Any:
 
 @dataclass(frozen=True)
 class MeasureOptions:
-    """How one item is measured. Field = plan key; the CLI flag is ``OptionInfo.flag_of``
-    (``timing_batch`` ↔ ``--timing-batch``; a renamed flag's spelling is a plan key too,
-    :data:`KEY_ALIASES`); the table in docs/collect.md lists them all.
+    """How one item is measured. Field = plan key = the CLI flag (``timing_batch`` ↔
+    ``--timing-batch``); a renamed flag's old spelling is still read as a key
+    (:data:`KEY_ALIASES`); the table in docs/collect.md lists them all.
     Each field's metadata (:class:`OptionInfo`) holds its help, range and choices.
 
     ``backend`` and ``rtol`` are the request's (no plan key here); ``adaptive`` False runs
@@ -74,9 +74,9 @@ class MeasureOptions:
         2, "Untimed runs of each program before timing (paired: passes over every loaded "
         "copy, at least one: the first when it is loaded, the others just before its "
         "timing).", group=EXPERT, minimum=0)
-    repeats: int = _option(
+    fixed_rounds: int = _option(
         10, "--engine fixed: timed rounds per config.", group=EXPERT,
-        minimum=1, flag="--fixed-rounds", deprecated_flags=("--repeats",))
+        minimum=1, deprecated_flags=("--repeats",))
     timeout: float = _option(
         120.0, "Seconds per config (compile, or run) before the worker is killed.",
         minimum=0.0, above=True)
@@ -90,12 +90,11 @@ class MeasureOptions:
         "auto", "Keep compilation off the timed runs: pin = measurement on the first CPU, "
         "compilation on the others; pause = measurement on all CPUs, compile workers stopped "
         "during timed rounds; auto = pin with >= 4 CPUs, else pause.", choices=ISOLATIONS)
-    timing: str = _option(
+    engine: str = _option(
         "paired", "Labels (layout and tile). paired: rounds time the default and each config "
         "once, ratio CIs, rounds added until sure, an A/A control per batch; fixed: the old "
         "engine (--fixed-rounds rounds, shared default minimum), for comparisons.",
-        choices=ENGINES,
-        flag="--engine", deprecated_flags=("--timing",))
+        choices=ENGINES, deprecated_flags=("--timing",))
     min_sample_ms: float = _option(
         1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
         minimum=0.0)
@@ -127,11 +126,11 @@ class MeasureOptions:
     max_seconds_per_config: float = _option(
         StopRule.max_seconds_per_config, "Cap on timed seconds per config.", group=EXPERT,
         minimum=0.0)
-    copies: int = _option(
+    loaded_copies: int = _option(
         16, "Loaded copies of the default and of each config, rotated over rounds: identical "
         "programs loaded twice run at slightly different speeds (code/buffer placement), and "
         "the copies' spread enters every CI.", group=EXPERT, minimum=1,
-        flag="--loaded-copies", deprecated_flags=("--copies",))
+        deprecated_flags=("--copies",))
     measure_processes: int = _option(
         4, "Paired: measurement processes every batch is timed in, one after the other. What "
         "the copies in one process share (buffer placement, load order) differs between "
@@ -187,33 +186,17 @@ class MeasureOptions:
 
     @classmethod
     def from_keys(cls, values: Mapping[str, Any]) -> MeasureOptions:
-        """The one builder: plan keys / CLI flag values (keys other than :data:`KEYS` are
-        ignored, so a plan item or the CLI's parameters can be passed whole). Raises
-        ValueError naming the key of a bad value."""
-        return cls(**{k: values[k] for k in KEYS if k in values})
-
-    @property
-    def processes(self) -> int:
-        """Measurement processes a batch is timed in: ``measure_processes`` where the engine
-        combines several (paired), else 1."""
-        return self.measure_processes if traits_of(self.timing).replicated else 1
-
-    @property
-    def stop(self) -> StopRule:
-        """The paired engine's stopping rule for one measurement process: the combined label
-        of ``measure_processes`` reaches ``target_precision`` when each reaches √P times it,
-        and the round and time caps, the graph's budget and the copies are the whole
-        label's."""
-        p = self.processes
-        rounds = max(3, math.ceil(self.max_rounds / p))
-        return StopRule(target_precision=self.target_precision * math.sqrt(p),
-                        rank_precision=None if self.rank_precision is None else
-                        min(self.rank_precision, self.target_precision) * math.sqrt(p),
-                        max_rounds=rounds, max_seconds_per_config=self.max_seconds_per_config / p,
-                        min_rounds=min(StopRule.min_rounds, rounds),
-                        copies=max(1, math.ceil(self.copies / p)), race=self.race,
-                        budget_seconds=None if self.budget_seconds is None else
-                        self.budget_seconds / p)
+        """The one builder: plan keys / CLI flag values (keys other than :data:`KEYS` and
+        their old spellings are ignored, so a plan item or the CLI's parameters can be passed
+        whole). Raises ValueError naming the key of a bad value, or a key given both ways."""
+        given = {k: values[k] for k in KEYS if k in values}
+        for old, name in KEY_ALIASES.items():
+            if old in values:
+                if name in given:
+                    raise ValueError(f"{name} is given twice (as {name!r} and as its old "
+                                     f"spelling {old!r})")
+                given[name] = values[old]
+        return cls(**given)
 
 
 _DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}
@@ -221,9 +204,11 @@ _DEFAULTS = {f.name: f.default for f in fields(MeasureOptions)}
 OPTION_INFO: dict[str, OptionInfo] = {f.name: f.metadata["option"]
                                       for f in fields(MeasureOptions) if "option" in f.metadata}
 KEYS = tuple(OPTION_INFO)
-# Plan keys spelled like a renamed flag -> the field (the field name is a key as well).
-KEY_ALIASES = {info.key_of(name): name for name, info in OPTION_INFO.items()
-               if info.key_of(name) != name}
+# Old keys -> the field: a renamed flag's old spelling (``--copies`` -> ``loaded_copies``),
+# read in plans and by from_keys for one more release, with a deprecation line
+# (collect/plan.py).
+KEY_ALIASES = {old[2:].replace("-", "_"): name for name, info in OPTION_INFO.items()
+               for old in info.deprecated_flags}
 
 
 def _kind(name: str) -> type:

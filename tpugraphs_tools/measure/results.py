@@ -40,6 +40,8 @@ class StopReason(enum.StrEnum):
     MAX_ROUNDS = "max_rounds"
     MAX_SECONDS = "max_seconds"
     BATCH_DONE = "batch_done"
+    # Written by earlier versions when a paired batch without adaptive rounds ran to its
+    # round cap: read as max_rounds (never written now; old rows still validate).
     FIXED_ROUNDS = "fixed_rounds"
     REFERENCE = "reference"          # the default row: its label is the in-window default
     PLACEMENT_FLOOR = "placement_floor"

@@ -55,7 +55,8 @@ class LoadedBatch:
 
 @dataclass(frozen=True)
 class Traits:
-    """What the parent process (measure/measurer.py) must know about an engine."""
+    """What the parent process (measure/measurer.py) and the rows built from an engine's
+    results (collect/) must know about it: the one place an engine's facts are read."""
 
     # Configs of earlier batches timed again in each batch (their ``repeat`` rows measure
     # the variance between timing windows, collect/labels.py).
@@ -66,6 +67,11 @@ class Traits:
     # Items stop on a timing budget (``StopRule.max_seconds_per_config``), which the batch's
     # hang limit must allow for; False: a fixed number of rounds.
     budgeted: bool
+    # Labels are ratios to in-window default samples with CIs: the default's row is the
+    # reference (ratio 1), the default's runtime is its median in the window, and an A/A
+    # control is timed per batch; False: the minimum of fixed rounds against the default's
+    # minimum timed alone, no CI.
+    ratio_labels: bool
 
 
 class Engine(Protocol):

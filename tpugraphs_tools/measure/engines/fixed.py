@@ -1,4 +1,5 @@
-"""The fixed engine: ``repeats`` rotating rounds of single runs against a solo-timed default.
+"""The fixed engine: ``fixed_rounds`` rotating rounds of single runs against a solo-timed
+default.
 
 ``tgt collect --engine fixed`` keeps it, the first engine of the layout and tile collections,
 for comparisons. One loaded copy per program, one argument set.
@@ -32,7 +33,8 @@ class FixedEngine:
     """:class:`~tpugraphs_tools.measure.engines.base.Engine` of ``SessionSpec.engine ==
     "fixed"``."""
 
-    traits: ClassVar[Traits] = Traits(repeats_per_batch=0, replicated=False, budgeted=False)
+    traits: ClassVar[Traits] = Traits(repeats_per_batch=0, replicated=False, budgeted=False,
+                                      ratio_labels=False)
 
     def __init__(self, default: DefaultProgram, on_round: OnRound | None = None) -> None:
         self.default = default
@@ -41,7 +43,7 @@ class FixedEngine:
 
     def ready(self, info: DefaultInfo) -> DefaultInfo:
         return dataclasses.replace(info, timing=time_alone(
-            self.default.run_once, self.spec.warmup, self.spec.repeats))
+            self.default.run_once, self.spec.warmup, self.spec.fixed_rounds))
 
     def extras(self) -> list[TimedItem]:
         return []
@@ -61,7 +63,7 @@ class FixedEngine:
     def label(self, message: Batch, loaded: LoadedBatch, items: list[TimedItem]
               ) -> list[ConfigResult]:
         ref, timings = time_batch(self.default.run_once, [c[0] for c in loaded.items], 0,
-                                  self.spec.repeats, on_round=self.on_round)
+                                  self.spec.fixed_rounds, on_round=self.on_round)
         return [dataclasses.replace(item.result, timing=timing, default_timing=ref, timer=HOST)
                 for item, timing in zip(items, timings, strict=True)]
 

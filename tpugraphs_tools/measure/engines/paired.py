@@ -51,7 +51,7 @@ class PairedEngine:
     "paired"``. Kept across batches: the argument sets, k, the pooled copy placement."""
 
     traits: ClassVar[Traits] = Traits(repeats_per_batch=REPEATS_PER_BATCH, replicated=True,
-                                      budgeted=True)
+                                      budgeted=True, ratio_labels=True)
 
     def __init__(self, default: DefaultProgram, on_round: OnRound | None = None) -> None:
         self.default = default
@@ -77,7 +77,8 @@ class PairedEngine:
         # (mlp_mixer's control read below 1 in 7 of 7 runs with a fixed order).
         seed = random.SystemRandom().randrange(ORDER_SEED_RANGE)
         bases = load_copies(self.blob, [item.blob for item in items],
-                            [item.executables for item in items], self.spec.stop.copies,
+                            [item.executables for item in items],
+                            self.spec.stop.loaded_copies,
                             self.default.device, seed=seed)
         want = input_sets_that_fit(len(bases), input_bytes(self.default.signature))
         self.input_sets += [make_inputs(self.default.signature, self.spec.seed,
@@ -138,7 +139,7 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                   on_round: OnRound | None = None
                   ) -> list[ConfigResult]:
     """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
-    their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
+    their labels; each run is a list of loaded copies of one program (``spec.stop.loaded_copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
     never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none);
     ``process_var``: the between-process variance the earlier processes measured;
@@ -154,7 +155,8 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
         return counts.sample(i, copies[copy % len(copies)], k, spec.prime_runs)
 
     # Fewer copies than asked when loading ran out of memory (load_copies).
-    rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]),
+    rule = dataclasses.replace(spec.stop,
+                               loaded_copies=min(len(c) for c in [reference, *runs]),
                                budget_seconds=budget_seconds, process_var=process_var)
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement,

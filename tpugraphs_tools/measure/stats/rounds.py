@@ -39,7 +39,6 @@ from tpugraphs_tools.measure.stats.stopping import MIN_ROUNDS_PER_COPY, Ratio, S
 PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
     StopReason.PRECISION, StopReason.SEPARATED, StopReason.MAX_ROUNDS, StopReason.MAX_SECONDS,
     StopReason.BATCH_DONE, StopReason.PLACEMENT_FLOOR)
-FIXED = StopReason.FIXED_ROUNDS
 BUDGET = StopReason.BUDGET
 # (rounds done, configs still timed): a batch's progress for a watcher (round_board.py)
 OnRound = Callable[[int, int], None]
@@ -96,7 +95,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
 
     ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``) or
     of config ``i`` and returns (ns per run, seconds the sample took); every program has
-    ``rule.copies`` copies and round r uses copy r mod ``rule.copies`` of each. A round samples
+    ``rule.loaded_copies`` copies and round r uses copy r mod that of each. A round samples
     the default and every active config once, in a random order from ``seed`` (the measurement
     worker draws a fresh one per batch, so reruns are independent replicates of the order; None
     derives it from the batch's size, for reproducible tests). ``context`` holds the CIs of this
@@ -113,7 +112,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                         log_ratios=[[] for _ in range(count)],
                         copy_of=[[] for _ in range(count)], seconds=[0.0] * count,
                         stop_reason=[None] * count)
-    copies = max(1, rule.copies)
+    copies = max(1, rule.loaded_copies)
     shuffle = random.Random(count * 1009 + len(context) if seed is None else seed)
     controls = set(control)
     active = list(range(count))
@@ -192,14 +191,14 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
         if i in waiting:
             pass
         elif not adaptive:  # the caps only: no early stop
-            reason = FIXED if batch.rounds >= rule.max_rounds else \
+            reason = MAX_ROUNDS if batch.rounds >= rule.max_rounds else \
                 MAX_SECONDS if batch.seconds[i] >= rule.max_seconds_per_config else None
         elif check and _precise_enough(i, usual, finer, rule.target_precision, context,
                                        controls):
             reason = PRECISION
         elif strict and i not in controls and neighbours_clear(i, strict, context, controls):
             reason = SEPARATED
-        elif (check and batch.rounds >= MIN_ROUNDS_PER_COPY * rule.copies
+        elif (check and batch.rounds >= MIN_ROUNDS_PER_COPY * rule.loaded_copies
               and _floor_reached(batch, i, rule)):
             reason = PLACEMENT_FLOOR
         elif batch.rounds >= rule.max_rounds:

@@ -46,10 +46,10 @@ class StopRule:
     check_growth: float = 1.1
     # Identical programs loaded twice run at persistently different speeds (code and buffer
     # placement: up to ±1.3% between 4-copy means of resnet18), so the default and every
-    # config are loaded ``copies`` times and round r times copy r mod ``copies`` of each; the
-    # spread between copies enters every CI, and rounds stop once it dominates
+    # config are loaded ``loaded_copies`` times and round r times copy r mod ``loaded_copies``
+    # of each; the spread between copies enters every CI, and rounds stop once it dominates
     # ("placement_floor").
-    copies: int = 8
+    loaded_copies: int = 8
     floor_share: float = 0.25
     # A config whose 95% CI meets the target but still overlaps the CI of a config ranked next
     # to it (or 1.0, the default) keeps going to this half-width: time goes where ranks are
@@ -70,7 +70,7 @@ class StopRule:
 
     @property
     def race_start(self) -> int:
-        return race_start(self.min_rounds, self.copies, MIN_ROUNDS_PER_COPY)
+        return race_start(self.min_rounds, self.loaded_copies, MIN_ROUNDS_PER_COPY)
 
     def is_look(self, rounds: int) -> bool:
         """Separation is asked at these rounds (×``look_growth`` apart)."""
