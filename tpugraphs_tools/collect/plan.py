@@ -123,8 +123,9 @@ def _canonical(mapping: Any, where: str) -> Any:
     fields: dict[str, str] = {"batch_size": "batch", **OLD_KEYS}
     out: dict[str, Any] = {}
     given: dict[str, str] = {}   # field -> the key that set it
-    for key, value in mapping.items():
-        name = fields[key] if key in fields else key
+    entries: dict[str, Any] = mapping
+    for key, value in entries.items():
+        name = fields.get(key, key)
         if name in out:
             old, new = (key, given[name]) if key in OLD_KEYS else (given[name], key)
             raise PlanError(f"{where}: {new!r} is given twice (as {new!r} and as its old "

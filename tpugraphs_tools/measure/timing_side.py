@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
 
-from tpugraphs_tools.measure.engines import Traits
+from tpugraphs_tools.measure.engines.base import Traits
 from tpugraphs_tools.measure.messages import (
     Batch,
     Compiled,
