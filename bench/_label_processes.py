@@ -16,10 +16,10 @@ def recording() -> Iterator[list[dict]]:
     """Keep what each measurement process said about each item of each batch (its log-ratio,
     se and df) and what the combined label made of it: the data to ask which part of a CI
     (an item's sampling, the between-process term, the t quantile) is wider than reruns."""
-    from tpugraphs_tools.measure import pipeline
+    from tpugraphs_tools.measure import timing_side
 
     got: list[dict] = []
-    original = pipeline.combine
+    original = timing_side.combine
 
     def record(per_process, spread, confidence=0.95):  # type: ignore[no-untyped-def]
         results = original(per_process, spread, confidence)
@@ -38,11 +38,11 @@ def recording() -> Iterator[list[dict]]:
                        "log_center": r.log_center, "log_se": r.log_se} for r in results]})
         return results
 
-    pipeline.combine = record
+    timing_side.combine = record
     try:
         yield got
     finally:
-        pipeline.combine = original
+        timing_side.combine = original
 
 
 def recompute(run: dict) -> dict:
@@ -50,7 +50,7 @@ def recompute(run: dict) -> dict:
     checkout's ``replicas`` (the estimator changed, the measurements did not). Batches are
     fed to one pool in order, as the collection did; control rows follow the batches'
     controls in order."""
-    from tpugraphs_tools.measure.replicas import ProcessSpread, combined_interval
+    from tpugraphs_tools.measure.stats.replicas import ProcessSpread, combined_interval
 
     if not run.get("processes"):
         return run

@@ -60,7 +60,7 @@ def collect_once(program: str, args: dict, configs: int, mode: str, seed: int,
     from tpugraphs_tools.store import Dataset
 
     repeats = fixed_repeats(mode)
-    old = {"timing": "fixed", "timing_batch": OLD_TIMING_BATCH, "repeats": repeats} \
+    old = {"engine": "fixed", "timing_batch": OLD_TIMING_BATCH, "fixed_rounds": repeats} \
         if repeats else {}
     extra = {} if repeats else dict(overrides or {})
     layout = MeasureOptions(configs=configs, seed=seed, adaptive=mode != "paired_all", **old,
@@ -164,7 +164,7 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
         f"engine (10 rounds, shared default minimum, timing batch {OLD_TIMING_BATCH}, its claim rule |Δ| > 2×CV) "
         f"twice. Paired defaults: `--min-sample-ms {d.min_sample_ms:g} --target-precision "
         f"{d.target_precision:g} --max-rounds {d.max_rounds} --max-seconds-per-config "
-        f"{d.max_seconds_per_config:g} --loaded-copies {d.copies} --measure-processes "
+        f"{d.max_seconds_per_config:g} --loaded-copies {d.loaded_copies} --measure-processes "
         f"{d.measure_processes} --timing-batch {d.timing_batch}`, "
         "1 compile worker, isolation `pause`, strategy `default`, seed "
         f"{args.seed}. τ all configs: Kendall τ of runs 1 and 2 over every config. Load = "

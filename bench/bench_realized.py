@@ -1,7 +1,7 @@
 """How many constrained slots does the realized-layout check locate, and are they honoured?
 
 For each zoo program: ``--configs`` configs of ``--strategy``, each applied, compiled twice
-in this process and checked (measure/realized.py); counts per opcode and slot of honoured
+in this process and checked (compiler/realized.py); counts per opcode and slot of honoured
 true / false / null (not located), and how many configs gave different records on the two
 identical compiles.
 
@@ -25,11 +25,11 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     args = parser.parse_args()
 
+    from tpugraphs_tools.compiler.apply import apply_layout_config, constraint_slots
+    from tpugraphs_tools.compiler.compile import compile_text, entry_signature
+    from tpugraphs_tools.compiler.realized import realized_layouts
     from tpugraphs_tools.configs import generate_configs, layout_space
     from tpugraphs_tools.hlo import from_lowered, parse_hlo_text
-    from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
-    from tpugraphs_tools.measure.compile import compile_text, entry_signature
-    from tpugraphs_tools.measure.realized import realized_layouts
     from tpugraphs_tools.programs.registry import default_args, get_program, lower
 
     lines = [

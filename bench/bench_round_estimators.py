@@ -1,7 +1,7 @@
 """Can the same timing buy a narrower label? Two checks on A/A copies of one program.
 
 Identical copies of a zoo program's default executable are timed as the paired engine times
-a batch (``measure/paired.py``: shuffled rounds, the default sampled like any item, loaded
+a batch (``measure/stats/rounds.py``: shuffled rounds, the default sampled like any item, loaded
 copies rotated per round), so every true ratio is 1.0 and the spread of an estimate between
 blocks of rounds is its noise:
 
@@ -31,7 +31,7 @@ from bench_timing_noise import PROGRAMS, load_copies
 
 
 def shipped_estimates(log_ratios: list[np.ndarray]) -> list[float]:
-    from tpugraphs_tools.measure.robust_stats import trimmed_stats
+    from tpugraphs_tools.measure.stats.robust import trimmed_stats
 
     return [trimmed_stats(x)[0] for x in log_ratios]
 
@@ -53,7 +53,8 @@ def timed_rounds(sample: Callable[[int, int], tuple[float, float]], count: int, 
                  copies: int, seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """The engine's rounds (no early stop) with every sample's item and log time in call
     order: (per-item log-ratios, items, log times)."""
-    from tpugraphs_tools.measure.paired import StopRule, time_paired
+    from tpugraphs_tools.measure.stats.rounds import time_paired
+    from tpugraphs_tools.measure.stats.stopping import StopRule
 
     calls: list[tuple[int, float]] = []
 
@@ -62,7 +63,7 @@ def timed_rounds(sample: Callable[[int, int], tuple[float, float]], count: int, 
         calls.append((i, math.log(ns)))
         return ns, seconds
 
-    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), copies=copies)
+    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), loaded_copies=copies)
     batch = time_paired(logged, count, rule, adaptive=False, seed=seed)
     items = np.array([i for i, _ in calls])
     logs = np.array([y for _, y in calls])
@@ -82,7 +83,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=40.0, help="per check and variant")
     parser.add_argument("--blocks", type=int, default=10)
     args = parser.parse_args()
-    from tpugraphs_tools.measure.sampling import calibrate, timed_sample
+    from tpugraphs_tools.measure.engines.sampling import calibrate, timed_sample
 
     default, loaded = load_copies(args.program, args.copies, args.items, args.copies)
     k = calibrate(default[0], 1e6)

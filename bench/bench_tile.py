@@ -73,8 +73,8 @@ def main() -> int:
         # The fixed engine: this benchmark's figures are effects in units of CV (the paired
         # engine's CIs are measured by bench_label_cost.py).
         opts = TileOptions(MeasureOptions(configs=a.configs, max_kernels=a.kernels or None,
-                                          seed=a.seed, warmup=a.warmup, repeats=a.repeats,
-                                          timing="fixed"))
+                                          seed=a.seed, warmup=a.warmup,
+                                          fixed_rounds=a.repeats, engine="fixed"))
         start = time.perf_counter()
         result = collect_tile(src, program=name, program_args=args.as_dict(),
                               parent_graph_id=None, opts=opts,

@@ -17,20 +17,19 @@ import time
 
 def startup_seconds(kernels: list, space, opts, reuse: bool) -> list[float]:
     from tpugraphs_tools.collect.tile_measure import _measure_text
-    from tpugraphs_tools.measure import SharedWorkers, device_env, kernel_session
+    from tpugraphs_tools.measure import SharedWorkers, kernel_session, platform_of
 
     out = []
     with SharedWorkers(reuse=reuse) as workers:
         for kernel in kernels:
             configs = space.configs(kernel.module)
             text = _measure_text(kernel, space)
-            spec, pipeline = kernel_session(
-                opts, space.apply(text, configs[0]), rtol=1e-3,
+            session = kernel_session(
+                opts, space.apply(text, configs[0]), kernel.module, platform_of("cpu"),
                 compile_options=space.compile_options(configs[0]),
-                isolation=device_env.isolation_for("cpu", opts.isolation),
                 fresh_compiler_per_job=space.fresh_compiler_per_config)
             start = time.perf_counter()
-            workers.session(spec, pipeline)
+            workers.session(session)
             out.append(time.perf_counter() - start)
     return out
 
@@ -55,7 +54,7 @@ def main() -> None:
                         program.name)
     kernels = extract_kernels(src.module, args.kernels).kernels
     space = default_space("cpu", seed=0)
-    opts = MeasureOptions(measure_processes=args.measure_processes, backend="cpu")
+    opts = MeasureOptions(measure_processes=args.measure_processes, backend="cpu", rtol=1e-3)
     results: dict[str, list[list[float]]] = {"fresh": [], "shared": []}
     for _ in range(args.rounds):
         for mode in ("fresh", "shared"):

@@ -3,7 +3,7 @@
 Identical copies of one zoo program's default executable are timed against each other, so
 every true ratio is exactly 1.0:
 
-1. *Sample length.* For each ``--sample-ms``, rounds of the paired engine (measure/paired.py)
+1. *Sample length.* For each ``--sample-ms``, rounds of the paired engine (measure/stats/rounds.py)
    over ``--items`` copies; reported: robust SD of one round's log-ratio, the standard error
    of a label after the run, and that error × √(seconds per label) — the noise per unit of
    timing cost (lower is better), which is what the default ``--min-sample-ms`` trades.
@@ -38,7 +38,7 @@ class Copy:
         self.exe, self.inputs = exe, inputs
 
     def __call__(self) -> object:
-        from tpugraphs_tools.measure import compile as C
+        from tpugraphs_tools.compiler import compile as C
 
         return C.run(self.exe, self.inputs)
 
@@ -55,8 +55,8 @@ def load_copies(program: str, defaults: int, items: int, copies: int):
 
     from tpugraphs_tools import _xla_compat as X
     from tpugraphs_tools.collect.graphs import lower_program
+    from tpugraphs_tools.compiler import compile as C
     from tpugraphs_tools.hlo import parse_hlo_text
-    from tpugraphs_tools.measure import compile as C
     from tpugraphs_tools.programs import ProgramArgs
 
     _, src = lower_program(program, ProgramArgs(**PROGRAMS[program]))
@@ -83,9 +83,10 @@ def load_copies(program: str, defaults: int, items: int, copies: int):
 
 
 def shipped_rounds(sample, items: int, rounds: int, copies: int):
-    from tpugraphs_tools.measure.paired import StopRule, time_paired
+    from tpugraphs_tools.measure.stats.rounds import time_paired
+    from tpugraphs_tools.measure.stats.stopping import StopRule
 
-    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), copies=copies)
+    rule = StopRule(max_rounds=rounds, min_rounds=min(8, rounds), loaded_copies=copies)
     batch = time_paired(sample, items, rule, adaptive=False)
     return batch.log_ratios
 
@@ -139,8 +140,8 @@ def main() -> int:
     parser.add_argument("--order-rounds", type=int, default=300)
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
-    from tpugraphs_tools.measure.paired import trimmed_stats
-    from tpugraphs_tools.measure.sampling import calibrate, timed_sample
+    from tpugraphs_tools.measure.engines.sampling import calibrate, timed_sample
+    from tpugraphs_tools.measure.stats.robust import trimmed_stats
 
     # The default gets 2× copies: the first version's order picks from twice as many.
     default, items = load_copies(args.program, 2 * args.copies, args.items, args.copies)

@@ -16,8 +16,8 @@ import time
 
 def naive_loop(src, configs, space, repeats: int, warmup: int) -> tuple[float, float, float]:
     """(wall seconds, Σ compile seconds, Σ timed-run seconds) of the sequential baseline."""
-    from tpugraphs_tools.measure import compile as C
-    from tpugraphs_tools.measure.apply import apply_layout_config
+    from tpugraphs_tools.compiler import compile as C
+    from tpugraphs_tools.compiler.apply import apply_layout_config
 
     signature = C.entry_signature(src.module)
     compile_s = timed_s = 0.0
@@ -54,7 +54,7 @@ def main() -> int:
     from tpugraphs_tools.collect.layout import collect_layout_configs
     from tpugraphs_tools.configs import generate_configs, layout_space
     from tpugraphs_tools.measure.options import MeasureOptions
-    from tpugraphs_tools.measure.processes import resolve_isolation
+    from tpugraphs_tools.measure.workers.processes import resolve_isolation
     from tpugraphs_tools.programs import default_args
 
     program_args = default_args(args.program, "base", batch=1, image_size=args.image_size)
@@ -64,9 +64,9 @@ def main() -> int:
 
     naive_wall, naive_compile, naive_timed = naive_loop(src, configs, space, args.repeats,
                                                         args.warmup)
-    opts = MeasureOptions(configs=args.configs, repeats=args.repeats, warmup=args.warmup,
+    opts = MeasureOptions(configs=args.configs, fixed_rounds=args.repeats, warmup=args.warmup,
                           workers=args.workers, timing_batch=args.timing_batch,
-                          isolation=args.isolation, timing="fixed")  # N runs, like naive
+                          isolation=args.isolation, engine="fixed")  # N runs, like naive
     start = time.perf_counter()
     result = collect_layout_configs(src.text, src.module, opts, configs=configs)
     tgt_wall = time.perf_counter() - start

@@ -64,13 +64,6 @@ def test_collection_choices_come_from_the_format(command: str) -> None:
     assert list(option.type.choices) == [k.value for k in KINDS]
 
 
-# Import cycles another work package of issue 46 is removing (measure/: WP-A);
-# each entry goes when its branch merges. An entry that no longer matches a cycle fails the
-# test, so the list only shrinks.
-KNOWN_CYCLES = frozenset(frozenset(f"tpugraphs_tools.{m}" for m in cycle) for cycle in (
-    ("measure.messages", "measure.paired", "measure.racing", "measure.results"),
-    ("measure.device_env", "measure.options", "measure.processes"),
-))
 REGISTRY = "tpugraphs_tools.programs.registry"
 
 
@@ -137,12 +130,9 @@ def test_only_the_programs_registry_is_a_cycle() -> None:
     registry = {c for c in cycles if REGISTRY in c and imports.closed_by_strings_only(c)}
     assert registry, "the programs registry closes no cycle through import_module any more: " \
         "update this test and the Cycles paragraph of docs/architecture.md"
-    unexpected = cycles - registry - KNOWN_CYCLES
+    unexpected = cycles - registry
     assert not unexpected, "import cycles:\n" + "\n".join(
         imports.describe(c) for c in sorted(unexpected, key=sorted))
-    gone = KNOWN_CYCLES - cycles
-    assert not gone, "no longer cycles, remove them from KNOWN_CYCLES: " + "; ".join(
-        " <-> ".join(sorted(c)) for c in gone)
 
 
 def test_the_cli_loads_without_jax_or_flax() -> None:

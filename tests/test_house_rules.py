@@ -20,8 +20,7 @@ MAX_MODULE_LINES = 400
 # steps, and its entry goes when that branch merges). A listed one may shrink, never grow; one
 # back within the limit must leave the list, so the list only shrinks.
 LONG_FUNCTIONS = {
-    "collect/layout.py:collect_layout_configs": 84,
-    "collect/tile_measure.py:measure_kernel": 154,
+    "collect/tile_measure.py:measure_kernel": 151,
 }
 LONG_MODULES: dict[str, int] = {}
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tpugraphs_tools import _xla_compat as X
-from tpugraphs_tools.measure import compile as C
+from tpugraphs_tools.compiler import compile as C
 
 NEG = """\
 HloModule neg, entry_computation_layout={(f32[2,3]{1,0})->f32[2,3]{1,0}}

@@ -176,7 +176,7 @@ def triton_override_applies_split_k() -> bool:
     return _release(jaxlib.__version__) < (0, 11)
 
 
-# -- device kernel timers (measure/device_timer.py) --------------------------------------------
+# -- device kernel timers (measure/engines/device_timer.py) ---------------------------------
 class _CuptiRecords:
     """CUPTI kernel activity through jax's Mosaic GPU extension (what
     ``jax.experimental.mosaic.gpu.profiler.measure`` uses): ``_cupti_init()`` subscribes,

@@ -95,7 +95,7 @@ def _kernel_records(records: Any, run: Run, runs: int) -> list[tuple[str, float]
 
 def _timer_case(name: str, run: Run, k: int, samples: int, host_ns: float | None
                 ) -> dict[str, Any]:
-    from tpugraphs_tools.measure.device_timer import open_timer
+    from tpugraphs_tools.measure.engines.device_timer import open_timer
 
     timer = open_timer(name)
     reads = [timer.sample(run, k) for _ in range(samples)]
@@ -149,10 +149,10 @@ def _launches(optimized: str) -> dict[str, int]:
 
 def _gpt_kernels(preset: str, backend: str) -> dict[str, Any]:
     from tpugraphs_tools import _xla_compat as X
+    from tpugraphs_tools.compiler import compile as C
     from tpugraphs_tools.hlo.sources import from_lowered
-    from tpugraphs_tools.measure import compile as C
     from tpugraphs_tools.measure import device_env
-    from tpugraphs_tools.measure.device_timer import HostTimer
+    from tpugraphs_tools.measure.engines.device_timer import HostTimer
     from tpugraphs_tools.programs.registry import default_args, get_program, lower
 
     program = get_program("gpt")
@@ -217,12 +217,13 @@ def _loaded_libraries() -> list[str]:
 
 def _layout_slots(out: Path, preset: str, configs: int, backend: str) -> dict[str, Any]:
     from tpugraphs_tools import _xla_compat as X
+    from tpugraphs_tools.compiler import apply_layout_config, constraint_slots
+    from tpugraphs_tools.compiler.compile import compile_text, entry_signature
+    from tpugraphs_tools.compiler.realized import check_slots
     from tpugraphs_tools.configs import generate_configs, layout_space
     from tpugraphs_tools.hlo import parse_hlo_text
     from tpugraphs_tools.hlo.sources import from_lowered
-    from tpugraphs_tools.measure import apply_layout_config, constraint_slots, device_env
-    from tpugraphs_tools.measure.compile import compile_text, entry_signature
-    from tpugraphs_tools.measure.realized import check_slots
+    from tpugraphs_tools.measure import device_env
     from tpugraphs_tools.programs.registry import default_args, get_program, lower
 
     program = get_program("gpt")

@@ -45,7 +45,7 @@ def _bar_rows(text: str) -> list[str]:
 
 
 class FakeMeasurer:
-    """Stands in for PipelinedMeasurer: every config ok with a paired label, instantly."""
+    """Stands in for Measurer: every config ok with a paired label, instantly."""
 
     restarts = 0
 
@@ -83,7 +83,7 @@ class FakeMeasurer:
 
 @pytest.fixture
 def fake_measurer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("tpugraphs_tools.collect.layout.PipelinedMeasurer", FakeMeasurer)
+    monkeypatch.setattr("tpugraphs_tools.collect.layout.Measurer", FakeMeasurer)
 
 
 @pytest.fixture

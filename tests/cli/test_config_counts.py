@@ -16,7 +16,7 @@ from tpugraphs_tools.store import ConfigCounts, Dataset, config_counts, total_co
 RUNNER = CliRunner(env={"COLUMNS": "300"})
 # The cheapest paired timing that still times A/A controls (tests/resume/test_kill_resume.py).
 CHEAP = ["--warmup", "0", "--isolation", "none", "--min-sample-ms", "1", "--max-rounds", "8",
-         "--measure-processes", "1", "--copies", "1", "--seed", "1"]
+         "--measure-processes", "1", "--loaded-copies", "1", "--seed", "1"]
 PHRASE = re.compile(r"\d+ configs? \(\d+ labels?\)(?: \+ \d+ control rows?)?")
 
 

@@ -65,7 +65,7 @@ def test_custom_call_module_is_stored_with_failure_rows_and_exit_partial(tmp_pat
 
 
 def test_send_recv_beside_a_runnable_module(tmp_path: Path, write_file, tiny_hlo: str):
-    options = MeasureOptions(configs=2, repeats=1, warmup=0)
+    options = MeasureOptions(configs=2, fixed_rounds=1, warmup=0)
     items = [CollectItem(hlo=str(write_file("sr.hlo", SEND_RECV)), options=options),
              CollectItem(hlo=str(write_file("tiny.hlo", tiny_hlo)), options=options)]
     summary = collect(CollectRequest(items=items, out=str(tmp_path / "d")))
@@ -98,7 +98,7 @@ def test_failed_collect_leaves_no_out_folder(tmp_path: Path, write_file):
 def test_ray_chunk_of_an_unrunnable_module_returns_failure_rows():
     from tpugraphs_tools.collect.executors.ray_executor import measure_chunk
 
-    rows = measure_chunk(CUSTOM_CALL, MeasureOptions(configs=3, repeats=1, warmup=0), [1, 2])
+    rows = measure_chunk(CUSTOM_CALL, MeasureOptions(configs=3, fixed_rounds=1, warmup=0), [1, 2])
     assert [r["config_index"] for r in rows] == [1, 2]
     assert {r["status"] for r in rows} == {DEFAULT_FAILED}
     assert not any(r["is_default"] for r in rows)

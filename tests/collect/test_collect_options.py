@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,19 +11,20 @@ import pytest
 from click.testing import CliRunner
 
 from tpugraphs_tools.cli import collect_cmd, main
-from tpugraphs_tools.collect.plan import PlanError, request_from_plan
+from tpugraphs_tools.collect.plan import PlanError, plan_warnings, request_from_plan
 from tpugraphs_tools.collect.run import CollectRequest
 from tpugraphs_tools.collect.summary import CollectSummary
+from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.measure import Platform
 from tpugraphs_tools.measure.options import (
     EXPERT,
     KEYS,
     OPTION_INFO,
     MeasureOptions,
-    kernel_session,
-    layout_session,
     option_default,
     option_kind,
 )
+from tpugraphs_tools.measure.sessions import kernel_session, layout_session
 
 FLAGS = ["--configs", "7", "--strategy", "random", "--seed", "3", "--warmup", "1",
          "--fixed-rounds", "2", "--timeout", "30", "--workers", "2", "--timing-batch", "5",
@@ -145,15 +147,44 @@ def test_plan_keys_spelled_like_the_old_or_the_new_flag_build_the_same_item() ->
     assert old.items == new.items
     [item] = new.items
     assert item.options is not None
-    assert (item.options.copies, item.options.repeats, item.options.timing) == (3, 4, "fixed")
-    with pytest.raises(PlanError, match=r"items\[0\]: 'copies' is given twice"):
+    assert (item.options.loaded_copies, item.options.fixed_rounds, item.options.engine) == \
+        (3, 4, "fixed")
+    with pytest.raises(PlanError, match=r"items\[0\]: 'loaded_copies' is given twice \(as "
+                                        r"'loaded_copies' and as its old spelling 'copies'\)"):
         request_from_plan({"items": [{"hlo": "a.hlo", "copies": 3, "loaded_copies": 3}]})
 
 
+def test_old_plan_keys_are_read_with_a_deprecation_line(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = {"defaults": {"timing": "fixed"},
+            "items": [{"hlo": "a.hlo", "copies": 3, "batch": 2}, {"hlo": "b.hlo"}]}
+    assert plan_warnings(plan, "p.yaml") == [
+        f"p.yaml: {where}: plan key {old!r} is deprecated and will be removed in the next "
+        f"release; use {new!r}" for where, old, new in (
+            ("defaults", "timing", "engine"), ("items[0]", "copies", "loaded_copies"),
+            ("items[0]", "batch", "batch_size"))]
+    assert plan_warnings({"items": [{"hlo": "a.hlo", "engine": "fixed"}]}) == []
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({**plan, "out": str(tmp_path / "d")}))
+    monkeypatch.setattr(collect_cmd, "_run", lambda request, *_: CollectSummary(request.out))
+    result = CliRunner().invoke(main, ["collect", "--plan", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "plan key 'copies' is deprecated" in " ".join(result.output.split())
+
+
+def test_the_record_reads_old_keys_too() -> None:
+    """Library callers passing the old keys to from_keys (plan items, parameters) keep
+    working; the Python keyword arguments are the new names only."""
+    old = MeasureOptions.from_keys({"timing": "fixed", "repeats": 3, "copies": 2})
+    assert old == MeasureOptions(engine="fixed", fixed_rounds=3, loaded_copies=2)
+    with pytest.raises(ValueError, match="engine is given twice"):
+        MeasureOptions.from_keys({"timing": "fixed", "engine": "paired"})
+
+
 def test_a_bad_plan_value_names_the_item_and_the_key() -> None:
-    with pytest.raises(PlanError, match=r"plan: items\[1\]: copies must be >= 1, got 0"):
+    with pytest.raises(PlanError, match=r"plan: items\[1\]: loaded_copies must be >= 1, got 0"):
         request_from_plan({"items": [{"hlo": "a.hlo"}, {"hlo": "b.hlo", "copies": 0}]})
-    with pytest.raises(PlanError, match=r"items\[0\]: timing must be one of"):
+    with pytest.raises(PlanError, match=r"items\[0\]: engine must be one of"):
         request_from_plan({"defaults": {"timing": "fast"}, "items": [{"hlo": "a.hlo"}]})
     with pytest.raises(PlanError, match=r"items\[0\]: warmup must be an integer"):
         request_from_plan({"items": [{"hlo": "a.hlo", "warmup": "2"}]})
@@ -167,18 +198,38 @@ def test_bad_plan_value_on_the_command_line_is_one_line(tmp_path: Path) -> None:
     assert "items[0]: max_rounds must be >= 3, got 1" in result.output
 
 
-def test_worker_specs_are_derived_from_the_record() -> None:
-    opts = MeasureOptions(workers=3, timing_batch=2, timeout=9.0, timing="fixed", copies=2,
-                          max_rounds=5, backend="cpu")
-    spec, pipeline = layout_session(opts, "text", rtol=0.1, compile_options={"a": 1},
-                                    isolation="none")
+def test_worker_specs_are_derived_from_the_record(tiny_hlo: str) -> None:
+    opts = MeasureOptions(workers=3, timing_batch=2, timeout=9.0, engine="fixed",
+                          loaded_copies=2, max_rounds=5, backend="cpu", rtol=0.1)
+    module = parse_hlo_text(tiny_hlo, source="test")
+    session = layout_session(opts, tiny_hlo, module, Platform("cpu", "cpu"))
+    spec, pipeline = session.spec, session.pipeline
     assert (pipeline.compile_workers, pipeline.timing_batch, pipeline.timeout_s) == (3, 2, 9.0)
-    assert spec.engine == "fixed" and spec.stop.copies == 2 and spec.stop.max_rounds == 5
-    assert spec.stop.min_rounds == 5 and spec.backend == "cpu" and spec.options == {"a": 1}
-    spec, pipeline = kernel_session(opts, "text", rtol=0.1, compile_options={},
-                                    isolation="pause", fresh_compiler_per_job=True)
+    assert spec.engine == "fixed" and spec.stop.loaded_copies == 2 and spec.stop.max_rounds == 5
+    assert spec.stop.min_rounds == 5 and spec.backend == "cpu" and spec.options == {}
+    assert spec.rtol == 0.1 and spec.processes == 1 and pipeline.isolation == "auto"
+    session = kernel_session(opts, tiny_hlo, module, Platform("cpu", "cpu"),
+                             compile_options={"a": 1}, fresh_compiler_per_job=True)
+    spec, pipeline = session.spec, session.pipeline
     assert spec.dedupe_on_code and spec.return_optimized and spec.fresh_compiler_per_job
-    assert pipeline.isolation == "pause" and pipeline.compile_workers == 3
+    assert spec.options == {"a": 1} and pipeline.compile_workers == 3
+
+
+def test_sessions_resolve_the_platform_rules_once(tiny_hlo: str) -> None:
+    """What collect used to assemble from device_env: isolation, tolerance, compile options,
+    timer and (tile kernels on a GPU) the GPU budgets for options left at their defaults."""
+    opts, gpu = MeasureOptions(workers=2), Platform("gpu", "NVIDIA H100")
+    module = parse_hlo_text(tiny_hlo, source="test")
+    layout = layout_session(opts, tiny_hlo, module, gpu)
+    assert layout.pipeline.isolation == "pause" and layout.spec.timer == "host"
+    assert layout.spec.options == {"xla_gpu_autotune_level": 0} and layout.spec.rtol == 1e-2
+    assert layout.spec.processes == 4 and layout.spec.min_sample_ms == 1.0
+    kernel = kernel_session(opts, tiny_hlo, module, gpu, compile_options={},
+                            fresh_compiler_per_job=False)
+    assert kernel.spec.timer == "device" and kernel.spec.options == {}
+    assert kernel.spec.processes == 2 and kernel.spec.min_sample_ms == 0.2  # GPU tile defaults
+    cpu = layout_session(opts, tiny_hlo, module, Platform("cpu", "cpu"))
+    assert cpu.pipeline.isolation == "auto" and cpu.spec.rtol == 1e-3
 
 
 @pytest.mark.parametrize("flag", [["--timeout", "-1"], ["--timeout", "0"], ["--seed", "-1"]])
@@ -214,11 +265,11 @@ def test_a_plan_typo_lists_the_flag_spellings_and_the_nearest_key() -> None:
 def test_the_example_plan_uses_no_deprecated_key() -> None:
     import yaml
 
-    from tpugraphs_tools.collect.plan import KEY_ALIASES
+    from tpugraphs_tools.collect.plan import OLD_KEYS
 
     plan = yaml.safe_load((Path(__file__).parents[2] / "examples" / "plan.yaml").read_text())
     keys = set(plan["defaults"]) | {k for item in plan["items"] for k in item}
-    assert not keys & set(KEY_ALIASES.values()), keys
+    assert not keys & set(OLD_KEYS), keys
 
 
 def test_defaults_named_in_the_collect_docs_are_the_flags_defaults() -> None:

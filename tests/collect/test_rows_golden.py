@@ -37,8 +37,8 @@ from tpugraphs_tools.measure.results import (
     REPEAT,
     RUNTIME_ERROR,
     ConfigResult,
+    Timing,
 )
-from tpugraphs_tools.measure.timing import Timing
 from tpugraphs_tools.store import to_arrow_table
 
 GOLDEN = Path(__file__).parent / "data" / "rows_golden.json"
@@ -128,14 +128,14 @@ def fingerprint() -> dict[str, Any]:
     space = layout_space(module)
     configs = generate_configs(space, 8, "random", 0)
     assert len(configs) == 8
-    original = collect_layout.PipelinedMeasurer
-    collect_layout.PipelinedMeasurer = _Measurer  # type: ignore[assignment,misc]
+    original = collect_layout.Measurer
+    collect_layout.Measurer = _Measurer  # type: ignore[assignment,misc]
     try:
         result = collect_layout.collect_layout_configs(
             HLO, module, MeasureOptions(configs=8, strategy="random", backend="cpu"),
             configs=configs)
     finally:
-        collect_layout.PipelinedMeasurer = original  # type: ignore[misc]
+        collect_layout.Measurer = original  # type: ignore[misc]
     table = to_arrow_table("configs", [{**stored_row(r), "graph_id": "golden"}
                                        for r in result.rows])
     return {

@@ -25,8 +25,7 @@ from tpugraphs_tools.configs.kernel_config import NUM_TILE_FEATURES
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
 from tpugraphs_tools.measure import MeasureOptions
 from tpugraphs_tools.measure.messages import DefaultInfo
-from tpugraphs_tools.measure.results import COMPILE_ERROR, DUPLICATE, NOOP, OK, ConfigResult
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import COMPILE_ERROR, DUPLICATE, NOOP, OK, ConfigResult, Timing
 from tpugraphs_tools.store import to_arrow_table
 
 GOLDEN = Path(__file__).parent / "data" / "tile_rows_golden.json"
@@ -143,7 +142,7 @@ def fingerprint() -> dict[str, Any]:
             source, program="golden", program_args={"file": "golden.hlo"},
             parent_graph_id="golden.parent",
             opts=collect_tile.TileOptions(MeasureOptions(configs=8, backend="cpu",
-                                                         timing="fixed"),
+                                                         engine="fixed"),
                                           space=_Space()))  # type: ignore[arg-type]
     finally:
         collect_tile.SharedWorkers = original  # type: ignore[misc]

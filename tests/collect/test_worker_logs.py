@@ -13,7 +13,7 @@ import pytest
 
 from tests.hlo_samples import DOT_RESHAPE_HLO
 from tpugraphs_tools.measure import first_reason
-from tpugraphs_tools.measure.workers import FAULTS_ENV
+from tpugraphs_tools.measure.workers.faults import FAULTS_ENV
 from tpugraphs_tools.store import Dataset
 
 NATIVE = "All configs failed during profiling (injected detail line)"

@@ -3,7 +3,7 @@ collections of the same tile kernel calibrated k ≈ 120 and k ≈ 23, and their
 
 from __future__ import annotations
 
-from tpugraphs_tools.measure import sampling
+from tpugraphs_tools.measure.engines import sampling
 
 
 class _Clock:

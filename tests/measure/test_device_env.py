@@ -10,7 +10,7 @@ import pytest
 
 from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure import device_env as E
-from tpugraphs_tools.measure.processes import WorkerProcess
+from tpugraphs_tools.measure.workers.processes import WorkerProcess
 
 BF16 = """\
 HloModule m, entry_computation_layout={(bf16[4,8]{1,0}, bf16[8,2]{1,0})->bf16[4,2]{1,0}}
@@ -82,24 +82,25 @@ def test_tolerance_follows_precision_and_device():
 
 def test_fresh_compiler_per_job_compiles_each_config_in_a_new_process():
     """XLA:GPU's autotune cache is per process: tile configs each get a new compile worker."""
+    from tpugraphs_tools.measure.measurer import Measurer
     from tpugraphs_tools.measure.messages import Job, SessionSpec
-    from tpugraphs_tools.measure.pipeline import PipelinedMeasurer, PipelineOptions
     from tpugraphs_tools.measure.results import OK, ConfigResult
+    from tpugraphs_tools.measure.run_state import PipelineOptions, Session
 
-    spec = SessionSpec(base_text=F32, backend="cpu", repeats=2, warmup=1,
+    spec = SessionSpec(base_text=F32, backend="cpu", fixed_rounds=2, warmup=1,
                        fresh_compiler_per_job=True)
     results: list[ConfigResult] = []
-    with PipelinedMeasurer(spec, PipelineOptions(isolation="none", timing_batch=1)) as m:
+    with Measurer(Session(spec, PipelineOptions(isolation="none", timing_batch=1))) as m:
         m.start()
-        first = m._compilers[0].proc.pid
+        first = m.pool.compilers[0].proc.pid
         known = {m.start().key: 0}
         jobs = [Job(i, F32, options={"xla_backend_optimization_level": i - 1}) for i in (1, 2)]
         m.run(jobs, known, results.append)
-        second = m._compilers[0].proc.pid
-        assert second != first and m._compilers[0].alive()
+        second = m.pool.compilers[0].proc.pid
+        assert second != first and m.pool.compilers[0].alive()
         m.run([Job(3, F32, options={"xla_backend_optimization_level": 2})], known,
               results.append)  # a later run() finds a live worker
-        assert m._compilers[0].proc.pid != second
+        assert m.pool.compilers[0].proc.pid != second
         assert m.restarts == 0  # recycling is not a crash
     assert sorted(r.index for r in results if r.index is not None) == [1, 2, 3]
     assert all(r.status in (OK, "noop", "duplicate") for r in results)

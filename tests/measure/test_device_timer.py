@@ -11,15 +11,16 @@ from typing import Any
 import pytest
 
 from tpugraphs_tools.measure import device_env
-from tpugraphs_tools.measure import device_timer as T
 from tpugraphs_tools.measure.engines import DefaultProgram, PairedEngine, TimedItem
+from tpugraphs_tools.measure.engines import device_timer as T
 from tpugraphs_tools.measure.engines import paired as paired_engine
-from tpugraphs_tools.measure.kernel_count import KernelCountCheck
+from tpugraphs_tools.measure.engines.kernel_count import KernelCountCheck
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.replicas import _one_timer
-from tpugraphs_tools.measure.results import CONTROL, OK, ConfigResult
+from tpugraphs_tools.measure.results import AUTO, CONTROL, OK, ConfigResult
+from tpugraphs_tools.measure.sessions import tile_options
+from tpugraphs_tools.measure.stats.replicas import _one_timer
+from tpugraphs_tools.measure.stats.stopping import StopRule
 
 
 class FakeGpu:
@@ -107,15 +108,15 @@ def _engine(monkeypatch, gpu: FakeGpu, timer: str) -> PairedEngine:
     monkeypatch.setattr(paired_engine.X, "serialize_executable", lambda exe, device: b"default")
     monkeypatch.setattr(paired_engine.X, "deserialize_executable",
                         lambda blob, device: blob.decode())
-    monkeypatch.setattr(paired_engine.C, "input_bytes", lambda signature: 0)
-    monkeypatch.setattr(paired_engine.C, "make_inputs", lambda *args: ["y"])
+    monkeypatch.setattr(paired_engine, "input_bytes", lambda signature: 0)
+    monkeypatch.setattr(paired_engine, "make_inputs", lambda *args: ["y"])
 
     def run(exe: Any, inputs: list[Any]) -> list[Any]:
         gpu.run(exe)
         return []
 
     spec = SessionSpec("text", engine="paired", warmup=1, min_sample_ms=0.0, timer=timer,
-                       stop=StopRule(max_rounds=60, copies=2, target_precision=0.002))
+                       stop=StopRule(max_rounds=60, loaded_copies=2, target_precision=0.002))
     default = DefaultProgram(spec, "default", ["x"], signature=None, device=None, run=run)
     from tpugraphs_tools import _xla_compat
 
@@ -184,16 +185,16 @@ def test_processes_that_disagree_on_the_timer_make_a_mixed_label():
 
 
 def test_auto_is_device_time_for_gpu_tiles_only_and_gpu_budgets_fill_unset_options():
-    assert device_env.timer_for("gpu", "tile", T.AUTO) == T.DEVICE
-    assert device_env.timer_for("gpu", "layout", T.AUTO) == T.HOST
-    assert device_env.timer_for("cpu", "tile", T.AUTO) == T.HOST
+    assert device_env.timer_for("gpu", "tile", AUTO) == T.DEVICE
+    assert device_env.timer_for("gpu", "layout", AUTO) == T.HOST
+    assert device_env.timer_for("cpu", "tile", AUTO) == T.HOST
     assert device_env.timer_for("cpu", "tile", T.CUPTI) == T.CUPTI
-    opts = MeasureOptions(copies=8)
-    gpu = device_env.tile_options(opts, "gpu")
-    assert gpu.copies == 8  # set by the user: kept
+    opts = MeasureOptions(loaded_copies=8)
+    gpu = tile_options(opts, "gpu")
+    assert gpu.loaded_copies == 8  # set by the user: kept
     assert gpu.measure_processes == 2 and gpu.budget_seconds == 4.0
-    assert device_env.tile_options(opts, "cpu") == opts
-    assert device_env.tile_options(MeasureOptions(timer=T.HOST), "gpu") == \
+    assert tile_options(opts, "cpu") == opts
+    assert tile_options(MeasureOptions(timer=T.HOST), "gpu") == \
         MeasureOptions(timer=T.HOST)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from tpugraphs_tools.measure.engines import (
     ENGINE_CLASSES,
+    ENGINES,
     DefaultProgram,
     FixedEngine,
     PairedEngine,
@@ -17,9 +18,10 @@ from tpugraphs_tools.measure.engines import (
     traits_of,
 )
 from tpugraphs_tools.measure.engines import paired as paired_engine
-from tpugraphs_tools.measure.messages import ENGINES, Batch, DefaultInfo, SessionSpec
-from tpugraphs_tools.measure.paired import StopRule
+from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
+from tpugraphs_tools.measure.options import OPTION_INFO, option_default
 from tpugraphs_tools.measure.results import CONTROL, OK, ConfigResult
+from tpugraphs_tools.measure.stats.stopping import StopRule
 
 
 def fake_default(engine: str, runs: list[str], **spec: Any) -> DefaultProgram:
@@ -33,14 +35,17 @@ def fake_default(engine: str, runs: list[str], **spec: Any) -> DefaultProgram:
 
 
 def test_every_engine_name_has_an_engine_and_traits() -> None:
-    assert set(ENGINE_CLASSES) == set(ENGINES)
+    assert ENGINES == tuple(ENGINE_CLASSES) == ("paired", "fixed")  # --engine, default first
+    assert OPTION_INFO["engine"].choices == ENGINES
+    assert option_default("engine") == ENGINES[0]
     assert traits_of("paired").replicated and traits_of("paired").repeats_per_batch > 0
     assert not traits_of("fixed").replicated and traits_of("fixed").repeats_per_batch == 0
+    assert traits_of("paired").ratio_labels and not traits_of("fixed").ratio_labels
 
 
 def test_fixed_engine_times_the_default_alone_then_rotating_rounds() -> None:
     runs: list[str] = []
-    engine = make_engine(fake_default("fixed", runs, warmup=2, repeats=3))
+    engine = make_engine(fake_default("fixed", runs, warmup=2, fixed_rounds=3))
     assert isinstance(engine, FixedEngine)
     info = engine.ready(DefaultInfo(0.0, {}, "key"))
     assert info.timing is not None and info.timing.repeats == 3
@@ -66,10 +71,10 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
     monkeypatch.setattr(paired_engine.X, "serialize_executable", lambda exe, device: b"D")
     monkeypatch.setattr(paired_engine.X, "deserialize_executable",
                         lambda blob, device: blob.decode())
-    monkeypatch.setattr(paired_engine.C, "input_bytes", lambda signature: 0)
-    monkeypatch.setattr(paired_engine.C, "make_inputs", lambda *args: ["y"])
+    monkeypatch.setattr(paired_engine, "input_bytes", lambda signature: 0)
+    monkeypatch.setattr(paired_engine, "make_inputs", lambda *args: ["y"])
     default = fake_default("paired", runs, warmup=2, min_sample_ms=0.0,
-                           stop=StopRule(max_rounds=20, copies=2))
+                           stop=StopRule(max_rounds=20, loaded_copies=2))
     engine = make_engine(default)
     assert isinstance(engine, PairedEngine)
     info = engine.ready(DefaultInfo(0.0, {}, "key"))
@@ -79,7 +84,7 @@ def test_paired_engine_adds_the_control_and_labels_every_item(
     items = [TimedItem(ConfigResult(1, OK), ["checked"], b"c1"), control]
     runs.clear()
     loaded = engine.load(items)
-    copies = default.spec.stop.copies
+    copies = default.spec.stop.loaded_copies
     assert len(loaded.defaults) == copies and [len(c) for c in loaded.items] == [copies] * 2
     every_copy = 3 * copies                             # the default, c1 and the control
     assert len(runs) == every_copy                      # one cold run of each copy on load

@@ -13,6 +13,7 @@ from tpugraphs_tools.collect.labels import separated_pairs
 from tpugraphs_tools.collect.layout import layout_result, next_control_index
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.measure import traits_of
 
 
 def _row(index: int, status: str, relative: float | None, window: int | None,
@@ -45,7 +46,7 @@ def test_control_rows_never_enter_the_npz(space_configs):
     rows = [_row(0, "ok", None, None, is_default=True),
             _row(1, "ok", 0.5, 2000), _row(2, "ok", 1.5, 2200),
             _row(3, "control", 1.01, 2000), _row(4, "control", 0.99, 2400)]
-    result = layout_result(rows, configs, space)
+    result = layout_result(rows, configs, space, traits_of("paired"))
     arrays, summary = result.arrays, result.summary
     runtime = arrays["config_runtime"]
     assert runtime.tolist() == [2100, 1050, 3150]  # ratio × median in-window default
@@ -125,7 +126,7 @@ def test_window_widening_keeps_the_t_of_a_label_averaged_over_processes(space_co
     from tpugraphs_tools.collect.labels import _t, widen_by_windows
     from tpugraphs_tools.collect.layout import _row
     from tpugraphs_tools.measure import OK, ConfigResult, MeasureOptions
-    from tpugraphs_tools.measure.replicas import ProcessSpread, combined_interval
+    from tpugraphs_tools.measure.stats.replicas import ProcessSpread, combined_interval
 
     space, configs = space_configs
     rng = np.random.default_rng(3)
@@ -141,7 +142,7 @@ def test_window_widening_keeps_the_t_of_a_label_averaged_over_processes(space_co
                           relative_ci_high=math.exp(center + half), rounds=rounds,
                           stop_reason="precision", log_center=center, log_se=se, processes=4,
                           process_sd=math.sqrt(spread.variance))
-    rows = [_row(1, configs[1], space, MeasureOptions(), result),
+    rows = [_row(1, configs[1], space, MeasureOptions(), traits_of("paired"), result),
             _paired(2, "ok", 1.00, 0.005), _paired(3, "repeat", 1.05, 0.005, duplicate_of=2)]
     rows, sd = widen_by_windows(rows)
     assert sd and sd > 0.01

@@ -11,7 +11,7 @@ import pytest
 from tpugraphs_tools.collect.layout import collect_layout_configs
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.workers import FAULTS_ENV
+from tpugraphs_tools.measure.workers.faults import FAULTS_ENV
 
 
 def _explicit_configs(module):
@@ -92,7 +92,7 @@ def test_hang_becomes_timeout_and_compile_failure_is_recorded(convnet_source, mo
     # default's compile and the control batch's loading, so those are kept light (one
     # process, two copies) and the timeout long enough for a busy host.
     opts = MeasureOptions(configs=3, warmup=0, timeout=30, min_sample_ms=1, max_rounds=8,
-                          measure_processes=1, copies=2)
+                          measure_processes=1, loaded_copies=2)
     result = collect_layout_configs(src.text, src.module, opts,
                                     configs=[configs[0], configs[2], configs[5]])
     # Nothing reached timing: a control-only batch still measures the default in a window.

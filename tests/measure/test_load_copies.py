@@ -96,8 +96,8 @@ def test_argument_sets_are_capped_by_their_memory(count: int, set_bytes: int, bu
 
 
 def test_argument_set_size_counts_every_parameter() -> None:
+    from tpugraphs_tools.compiler import compile as C
     from tpugraphs_tools.hlo import parse_hlo_text
-    from tpugraphs_tools.measure import compile as C
 
     module = parse_hlo_text("""\
 HloModule m, entry_computation_layout={(f32[2,3]{1,0}, bf16[4]{0})->f32[2,3]{1,0}}

@@ -9,7 +9,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tpugraphs_tools.measure.paired import (
+from tpugraphs_tools.measure.engines.sampling import timed_sample
+from tpugraphs_tools.measure.stats.robust import Placement, trimmed_stats
+from tpugraphs_tools.measure.stats.rounds import (
     BATCH_DONE,
     MAX_ROUNDS,
     MAX_SECONDS,
@@ -17,12 +19,9 @@ from tpugraphs_tools.measure.paired import (
     PRECISION,
     SEPARATED,
     PairedBatch,
-    Placement,
-    StopRule,
     time_paired,
-    trimmed_stats,
 )
-from tpugraphs_tools.measure.sampling import timed_sample
+from tpugraphs_tools.measure.stats.stopping import StopRule
 
 
 def t_interval(values, confidence: float = 0.95) -> tuple[float, float, float]:
@@ -141,7 +140,7 @@ def test_every_round_times_the_default_and_each_config_once_in_varying_order():
         return 1e6, 0.001
 
     rounds = 24
-    time_paired(sample, 5, StopRule(max_rounds=rounds, min_rounds=4, copies=4), control=[4],
+    time_paired(sample, 5, StopRule(max_rounds=rounds, min_rounds=4, loaded_copies=4), control=[4],
                 adaptive=False)
     assert len(order) == rounds * 6
     blocks = [order[r * 6:(r + 1) * 6] for r in range(rounds)]
@@ -154,6 +153,21 @@ def test_every_round_times_the_default_and_each_config_once_in_varying_order():
     assert len(set(positions)) >= 4
 
 
+def test_without_adaptive_rounds_a_config_stops_at_a_cap_and_says_which():
+    """What stopped it: the round cap (max_rounds) or the time cap (max_seconds). Earlier
+    versions wrote ``fixed_rounds`` here, a name of the other engine."""
+    sample, _ = fake_sampler([1.0, 1.2], noise=0.01)
+    batch = time_paired(sample, 2, StopRule(max_rounds=12, min_rounds=4), adaptive=False)
+    assert batch.rounds == 12 and batch.stop_reason == [MAX_ROUNDS, MAX_ROUNDS]
+
+    def slow(i: int, copy: int) -> tuple[float, float]:
+        return 1e6, 0.3 if i == 1 else 0.001
+
+    batch = time_paired(slow, 2, StopRule(max_rounds=12, min_rounds=4,
+                                          max_seconds_per_config=1.0), adaptive=False)
+    assert batch.stop_reason == [MAX_ROUNDS, MAX_SECONDS]
+
+
 def test_the_seed_sets_the_round_order_so_reruns_can_differ():
     def orders(seed: int | None) -> list[int]:
         seen: list[int] = []
@@ -162,7 +176,7 @@ def test_the_seed_sets_the_round_order_so_reruns_can_differ():
             seen.append(i)
             return 1e6, 0.001
 
-        time_paired(sample, 4, StopRule(max_rounds=10, min_rounds=4, copies=2),
+        time_paired(sample, 4, StopRule(max_rounds=10, min_rounds=4, loaded_copies=2),
                     adaptive=False, seed=seed)
         return seen
 
@@ -212,7 +226,7 @@ def test_placement_spread_between_loaded_copies_enters_the_ci():
     """Identical programs loaded twice run at different speeds: with a 1.5% per-copy offset,
     A/A CIs from the rounds alone would exclude 1.0 far too often; pooled copy spread fixes it."""
     rule = StopRule(target_precision=0.0, max_rounds=40, max_seconds_per_config=1e9,
-                    copies=4)
+                    loaded_copies=4)
     held = naive_held = total = 0
     for seed in range(40):
         placement = Placement()
@@ -292,7 +306,7 @@ def test_rounds_stop_once_the_spread_between_processes_dominates_the_ci():
     variance is a quarter of that, and its CI from the rounds is still its own."""
     sample, _ = fake_sampler([1.0, 1.01, 1.0], noise=0.1, seed=11)
     rule = StopRule(target_precision=0.001, max_rounds=3000, max_seconds_per_config=1e9,
-                    copies=2)
+                    loaded_copies=2)
     capped = time_paired(sample, 3, rule, control=[2], seed=1)
     assert capped.stop_reason[0] == MAX_ROUNDS and capped.rounds == 3000
     sample, _ = fake_sampler([1.0, 1.01, 1.0], noise=0.1, seed=11)

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tpugraphs_tools.measure import processes
+from tpugraphs_tools.measure.workers import processes
 
 
 def test_lanes_need_pause_isolation_and_a_cpu_each(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,3 +78,17 @@ def test_pinned_reaches_the_threads_xla_runs_programs_on() -> None:
             except OSError:   # a thread that ended meanwhile
                 continue
         assert masks and all(m == {cpu} for m in masks.values()), masks
+
+
+def test_the_forkserver_preloads_the_worker_mains() -> None:
+    """A stale name in PRELOAD is silent (the forkserver skips what it cannot import) and
+    costs every worker its own jax import (0.6 s -> 9 s for four workers): the names must be
+    the modules the mains live in."""
+    import importlib
+
+    from tpugraphs_tools.measure.measurer import WORKER_MAINS
+
+    for name in processes.PRELOAD:
+        importlib.import_module(name)
+    mains = {WORKER_MAINS.measure.__module__, WORKER_MAINS.compile.__module__}
+    assert mains <= set(processes.PRELOAD)

@@ -1,4 +1,4 @@
-"""Racing and the per-graph timing budget on synthetic timings (measure/racing.py; no jax)."""
+"""Racing and the per-graph timing budget on synthetic timings (measure/stats/racing.py; no jax)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,11 @@ from click.testing import CliRunner
 
 from tpugraphs_tools.cli import main
 from tpugraphs_tools.measure import MeasureOptions
-from tpugraphs_tools.measure.paired import (
-    BUDGET,
-    MAX_ROUNDS,
-    MIN_ROUNDS_PER_COPY,
-    SEPARATED,
-    Placement,
-    StopRule,
-    time_paired,
-)
-from tpugraphs_tools.measure.racing import budget_share, race_start, race_z
+from tpugraphs_tools.measure.sessions import stop_rule
+from tpugraphs_tools.measure.stats.racing import budget_share, race_z
+from tpugraphs_tools.measure.stats.robust import Placement
+from tpugraphs_tools.measure.stats.rounds import BUDGET, MAX_ROUNDS, SEPARATED, time_paired
+from tpugraphs_tools.measure.stats.stopping import MIN_ROUNDS_PER_COPY, StopRule, race_start
 
 
 def sampler(ratios: list[float], noise: float, seed: int, placement: float = 0.004):
@@ -40,7 +35,7 @@ def sampler(ratios: list[float], noise: float, seed: int, placement: float = 0.0
 
 
 def rule(**kw: object) -> StopRule:
-    base: dict[str, object] = dict(target_precision=0.0, max_rounds=200, copies=4,
+    base: dict[str, object] = dict(target_precision=0.0, max_rounds=200, loaded_copies=4,
                                    max_seconds_per_config=1e9)
     return StopRule(**{**base, **kw})  # type: ignore[arg-type]
 
@@ -64,10 +59,10 @@ def test_the_race_boundary_holds_over_every_look():
 def test_racing_waits_until_every_loaded_copy_was_timed_enough():
     """Before every copy has ``MIN_ROUNDS_PER_COPY`` rounds the placement spread is not in the
     CI; the ×1.5 looks stop a clear config at ``min_rounds``, racing not before that."""
-    far = rule(copies=4, race=True)
+    far = rule(loaded_copies=4, race=True)
     assert far.race_start == race_start(far.min_rounds, 4, MIN_ROUNDS_PER_COPY) == 20
     raced = time_paired(sampler([0.5, 1.0], 0.03, 1), 2, far, control=[1])
-    looked = time_paired(sampler([0.5, 1.0], 0.03, 1), 2, rule(copies=4), control=[1])
+    looked = time_paired(sampler([0.5, 1.0], 0.03, 1), 2, rule(loaded_copies=4), control=[1])
     assert raced.stop_reason[0] == looked.stop_reason[0] == SEPARATED
     assert len(raced.log_ratios[0]) == 20 and len(looked.log_ratios[0]) == far.min_rounds
 
@@ -116,7 +111,7 @@ def test_racing_declares_equal_configs_apart_no_more_often_than_the_looks_do():
     for race in (False, True):
         for seed in range(batches):
             batch = time_paired(sampler([1.0, 1.0], 0.05, 1000 + seed), 2,
-                                rule(race=race, max_rounds=60, copies=2), control=[1],
+                                rule(race=race, max_rounds=60, loaded_copies=2), control=[1],
                                 placement=Placement())
             stopped[race] += batch.stop_reason[0] == SEPARATED
             claimed[race] += batch.ratio(0).excludes(1.0)
@@ -170,8 +165,9 @@ def test_a_graph_budget_is_shared_over_batches_and_processes():
     assert budget_share(100.0, 90.0, 8, 0) == pytest.approx(10.0)
     assert budget_share(100.0, 120.0, 8, 0) == 0.0
     opts = MeasureOptions(budget_seconds=60.0, measure_processes=4, race=True)
-    assert opts.stop.budget_seconds == pytest.approx(15.0) and opts.stop.race
-    assert MeasureOptions().stop.budget_seconds is None and not MeasureOptions().stop.race
+    assert stop_rule(opts).budget_seconds == pytest.approx(15.0) and stop_rule(opts).race
+    assert stop_rule(MeasureOptions()).budget_seconds is None
+    assert not stop_rule(MeasureOptions()).race
 
 
 def test_race_and_budget_are_plan_keys_checked_like_flags():

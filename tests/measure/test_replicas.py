@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 from tpugraphs_tools.measure import CONTROL, OK, REPEAT, MeasureOptions
-from tpugraphs_tools.measure.replicas import ProcessSpread, combine, combined_interval
-from tpugraphs_tools.measure.results import RUNTIME_ERROR, ConfigResult
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import RUNTIME_ERROR, ConfigResult, Timing
+from tpugraphs_tools.measure.stats.replicas import ProcessSpread, combine, combined_interval
 
 
 def _result(index: int | None, center: float, se: float, status: str = OK,
@@ -180,17 +179,19 @@ def test_combine_merges_items_across_processes_and_keeps_failures():
 
 
 def test_options_share_the_precision_target_caps_and_copies_out_between_processes():
-    one = MeasureOptions(measure_processes=1).stop
-    two = MeasureOptions(measure_processes=2).stop
+    from tpugraphs_tools.measure.sessions import stop_rule
+
+    one = stop_rule(MeasureOptions(measure_processes=1))
+    two = stop_rule(MeasureOptions(measure_processes=2))
     assert two.target_precision == pytest.approx(one.target_precision * math.sqrt(2))
-    assert (two.max_rounds, two.copies) == (one.max_rounds // 2, one.copies // 2)
+    assert (two.max_rounds, two.loaded_copies) == (one.max_rounds // 2, one.loaded_copies // 2)
     assert two.max_seconds_per_config == pytest.approx(one.max_seconds_per_config / 2)
-    fixed = MeasureOptions(measure_processes=2, timing="fixed").stop
+    fixed = stop_rule(MeasureOptions(measure_processes=2, engine="fixed"))
     assert fixed == one
 
 
 def test_the_next_process_learns_the_between_process_variance_of_the_earlier_ones():
-    from tpugraphs_tools.measure.replicas import partial_between
+    from tpugraphs_tools.measure.stats.replicas import partial_between
 
     rng = np.random.default_rng(3)
     truth = rng.normal(0, 0.1, 12)
@@ -222,13 +223,16 @@ def test_an_item_whose_processes_disagree_gets_its_own_spread():
     assert center - half > 0
 
 
-def test_only_tile_kernel_sessions_use_an_items_own_spread():
+def test_only_tile_kernel_sessions_use_an_items_own_spread(tiny_hlo: str):
     """Layout (whole programs) keeps the pooled spread: there the item rule cost 3-10 points
     of claims and no claimed order needed it (docs/benchmarks/history/
     2026-12-06-layout-item-spread.md); tile kernels use it."""
-    from tpugraphs_tools.measure import MeasureOptions
-    from tpugraphs_tools.measure.options import kernel_session, layout_session
+    from tpugraphs_tools.hlo import parse_hlo_text
+    from tpugraphs_tools.measure import MeasureOptions, Platform
+    from tpugraphs_tools.measure.sessions import kernel_session, layout_session
 
-    layout, _ = layout_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none")
-    kernel, _ = kernel_session(MeasureOptions(), "HloModule m", 1e-3, {}, "none", False)
+    module, cpu = parse_hlo_text(tiny_hlo, source="test"), Platform("cpu", "cpu")
+    layout = layout_session(MeasureOptions(), tiny_hlo, module, cpu).spec
+    kernel = kernel_session(MeasureOptions(), tiny_hlo, module, cpu, compile_options={},
+                            fresh_compiler_per_job=False).spec
     assert not layout.item_spread and kernel.item_spread

@@ -7,7 +7,8 @@ import pickle
 
 import pytest
 
-from tpugraphs_tools.measure import ConfigResult, Status, StopReason, paired
+from tpugraphs_tools.measure import ConfigResult, Status, StopReason
+from tpugraphs_tools.measure.stats import rounds as paired
 from tpugraphs_tools.store import load_schema
 
 
@@ -20,7 +21,7 @@ def test_the_enums_hold_the_schemas_values_and_nothing_else():
     assert {r.value for r in StopReason} | {None} == _schema_enum("stop_reason")
     engine_reasons = {paired.PRECISION, paired.SEPARATED, paired.MAX_ROUNDS,
                       paired.MAX_SECONDS, paired.BATCH_DONE, paired.PLACEMENT_FLOOR,
-                      paired.FIXED}
+                      paired.BUDGET}
     assert engine_reasons <= {r.value for r in StopReason}
 
 

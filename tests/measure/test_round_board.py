@@ -9,11 +9,13 @@ import pytest
 from test_paired import fake_sampler
 
 from tpugraphs_tools.measure import BatchProgress, MeasureOptions
-from tpugraphs_tools.measure.paired import StopRule, time_paired
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.round_board import Reading, RoundBoard, batch_progress
-from tpugraphs_tools.measure.timing import time_batch
-from tpugraphs_tools.measure.worker_slots import WorkerSlots
+from tpugraphs_tools.measure.engines.fixed import time_batch
+from tpugraphs_tools.measure.measurer import WORKER_MAINS
+from tpugraphs_tools.measure.run_state import PipelineOptions
+from tpugraphs_tools.measure.stats.rounds import time_paired
+from tpugraphs_tools.measure.stats.stopping import StopRule
+from tpugraphs_tools.measure.workers.pool import WorkerPool
+from tpugraphs_tools.measure.workers.round_board import Reading, RoundBoard, batch_progress
 
 
 def test_time_paired_reports_every_round_and_the_configs_still_timed() -> None:
@@ -76,11 +78,11 @@ class _Proc:
 def test_leaving_on_an_error_or_ctrl_c_kills_the_workers_at_once() -> None:
     from tpugraphs_tools.measure.messages import SessionSpec
 
-    def slots(log: list[str]) -> WorkerSlots:
-        s = WorkerSlots(SessionSpec(base_text="", engine="paired", processes=2),
-                        PipelineOptions(isolation="none"))
-        s._compilers = [_Proc(log, "compile")]  # type: ignore[list-item]
-        s._measures = [_Proc(log, "measure0"), _Proc(log, "measure1")]  # type: ignore[list-item]
+    def slots(log: list[str]) -> WorkerPool:
+        s = WorkerPool(SessionSpec(base_text="", engine="paired", processes=2),
+                       PipelineOptions(isolation="none"), 2, WORKER_MAINS)
+        s.compilers = [_Proc(log, "compile")]  # type: ignore[list-item]
+        s.measures = [_Proc(log, "measure0"), _Proc(log, "measure1")]  # type: ignore[list-item]
         return s
 
     calm: list[str] = []
@@ -97,7 +99,7 @@ def test_a_real_batch_reports_rising_rounds_before_its_results(convnet_source: A
     from tpugraphs_tools.collect import collect_layout_configs
 
     # Never precise enough: every config runs to its seconds cap, a batch of several seconds.
-    opts = MeasureOptions(configs=3, warmup=0, timeout=60, min_sample_ms=1, copies=1,
+    opts = MeasureOptions(configs=3, warmup=0, timeout=60, min_sample_ms=1, loaded_copies=1,
                           measure_processes=1, target_precision=1e-6,
                           max_seconds_per_config=2.0, isolation="none")
     heard: list[BatchProgress] = []

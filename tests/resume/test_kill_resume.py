@@ -36,7 +36,7 @@ def _command(hlo: Path, out: Path) -> list[str]:
             "--seed", "1", "--isolation", "none", "--min-sample-ms", "1", "--max-rounds", "8",
             # The cheapest legal timing: the test is about resume, not label quality (four
             # processes x 16 copies per batch made each seed several collections long).
-            "--measure-processes", "1", "--copies", "1"]
+            "--measure-processes", "1", "--loaded-copies", "1"]
 
 
 def _rows(out: Path) -> pl.DataFrame:

@@ -40,9 +40,10 @@ TASK_TITLE = "ray::measure_chunk"  # the proctitle of a Ray worker running a chu
 ITEMS = 8
 # Tiny programs, the cheapest legal engine settings: each graph's chunk takes seconds.
 PLAN = {"defaults": {"configs": 4, "warmup": 0, "seed": 3, "min_sample_ms": 1, "max_rounds": 3,
-                     "copies": 1, "measure_processes": 1, "timing_batch": 4,
+                     "loaded_copies": 1, "measure_processes": 1, "timing_batch": 4,
                      "max_seconds_per_config": 0.5, "isolation": "none"},
-        "items": [{"program": "mlp", "preset": "tiny", "batch": b} for b in range(1, ITEMS + 1)]}
+        "items": [{"program": "mlp", "preset": "tiny", "batch_size": b}
+                  for b in range(1, ITEMS + 1)]}
 # Columns that are measurements (timings and what is derived from them): they differ between
 # any two runs, local or not. Every other column must be equal.
 MEASURED = {"runtime_min_ns", "runtime_median_ns", "runtime_cv", "repeats",

@@ -22,7 +22,7 @@ ray = pytest.importorskip("ray")
 
 def _plan(hlo: str, out: str) -> dict:
     return {"out": out, "defaults": {"configs": 4, "warmup": 0, "seed": 3,
-                                     "min_sample_ms": 1, "max_rounds": 8, "copies": 1,
+                                     "min_sample_ms": 1, "max_rounds": 8, "loaded_copies": 1,
                                      "measure_processes": 1, "isolation": "none"},
             "items": [{"hlo": hlo}]}
 

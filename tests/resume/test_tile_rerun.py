@@ -12,7 +12,7 @@ def test_second_tile_run_measures_nothing(tmp_path):
     item = CollectItem(program="resnet18", program_args=ProgramArgs(preset="tiny"),
                        collection="tile",
                        options=MeasureOptions(configs=2, max_kernels=2, warmup=0,
-                                              max_rounds=24, copies=2, measure_processes=2))
+                                              max_rounds=24, loaded_copies=2, measure_processes=2))
     request = CollectRequest(items=[item], out=str(tmp_path / "data"))
     events: list = []
     first = collect(request, progress=events.append)

@@ -11,9 +11,9 @@ from tpugraphs_tools.collect.kernels import (
     kernel_cost,
     kernel_text,
 )
+from tpugraphs_tools.compiler import compile as C
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import fingerprint, parse_hlo_text
-from tpugraphs_tools.measure import compile as C
 
 # The shape of an XLA:CPU optimized module: two identical loop fusions, a reduce-window fed by
 # an entry constant (its -inf init), a standalone dot and a bitcast-only fusion.

@@ -40,8 +40,8 @@ def resnet18():
 def test_resnet18_tile_collection_is_valid_tpugraphs_tile_data(resnet18, tmp_path):
     src, args = resnet18
     # The fixed engine's rows and effect-in-CV summary (the paired engine: test_tile_paired.py).
-    opts = TileOptions(MeasureOptions(configs=8, max_kernels=3, repeats=5, warmup=1, timeout=60,
-                                      timing="fixed"))
+    opts = TileOptions(MeasureOptions(configs=8, max_kernels=3, fixed_rounds=5, warmup=1,
+                                      timeout=60, engine="fixed"))
     result = collect_tile(src, program="resnet18", program_args=args.as_dict(),
                           parent_graph_id="resnet18.parent", opts=opts)
     s = result.summary
@@ -109,8 +109,8 @@ def test_noop_is_judged_by_hlo_and_machine_code(resnet18):
                KernelConfig.of(opt_level=0), KernelConfig.of(opt_level=0, **noop),
                KernelConfig.of(opt_level=0), KernelConfig.of(library=("NO_SUCH_TYPE",)),
                KernelConfig.of(opt_level=1)]
-    opts = TileOptions(MeasureOptions(configs=10, repeats=2, warmup=0, timeout=60,
-                                      timing="fixed"))
+    opts = TileOptions(MeasureOptions(configs=10, fixed_rounds=2, warmup=0, timeout=60,
+                                      engine="fixed"))
     run = measure_kernel(kernel, CpuKernelOptions(include_presets=True), opts, configs)
     statuses = [r["status"] for r in run.rows]
     assert statuses[:5] == ["ok", "noop", "ok", "duplicate", "compile_error"]

@@ -209,6 +209,7 @@ def test_split_k_left_out_where_the_override_does_not_apply_it(monkeypatch):
 
 def test_summary_counts_configs_that_ran_another_tile_than_asked():
     from tpugraphs_tools.collect.tile import summarize
+    from tpugraphs_tools.measure import traits_of
 
     def row(index, matches):
         return {"status": "ok", "is_default": index == 0, "relative_to_default": 1.0,
@@ -218,5 +219,5 @@ def test_summary_counts_configs_that_ran_another_tile_than_asked():
 
     graph = {"graph_id": "g", "parent_instruction": "k"}
     rows = [row(0, None), row(1, True), row(2, False), row(3, False)]
-    summary = summarize([(graph, rows)], {}, "gpu-triton-tiles")
+    summary = summarize([(graph, rows)], {}, "gpu-triton-tiles", traits_of("fixed"))
     assert summary.not_as_requested == 2

@@ -18,7 +18,7 @@ from tpugraphs_tools.configs import NUM_TILE_FEATURES, KernelConfig
 from tpugraphs_tools.configs import tile_gpu_limits as L
 from tpugraphs_tools.configs.tile_gpu import TritonGemmTiles, gemm_operand_bytes, tile
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text
-from tpugraphs_tools.measure import OK, ConfigResult, MeasureOptions, Timing
+from tpugraphs_tools.measure import OK, ConfigResult, MeasureOptions, Timing, traits_of
 from tpugraphs_tools.measure.messages import DefaultInfo
 from tpugraphs_tools.store import ConfigCounts
 
@@ -130,7 +130,7 @@ def test_an_infeasible_tile_gets_a_row_and_is_never_compiled(monkeypatch):
     monkeypatch.setattr(collect_tile, "SharedWorkers", lambda **_kw: nullcontext(workers))
     result = collect_tile.collect_tile(
         source, program="k", program_args={}, parent_graph_id=None,
-        opts=collect_tile.TileOptions(MeasureOptions(configs=8, backend="cpu", timing="fixed"),
+        opts=collect_tile.TileOptions(MeasureOptions(configs=8, backend="cpu", engine="fixed"),
                                       space=_space()))
     [(graph, rows)] = result.graphs
     by_status = {r["config_index"]: str(r["status"]) for r in rows}
@@ -139,7 +139,7 @@ def test_an_infeasible_tile_gets_a_row_and_is_never_compiled(monkeypatch):
     row = next(r for r in rows if r["status"] == "infeasible")
     assert row["error_message"] == "infeasible: over the limit" and row["npz_row"] is None
     assert graph.config_arrays["config_runtime"].shape == (3,)
-    summary = summarize([(graph.row, rows)], {}, "fake-gpu")
+    summary = summarize([(graph.row, rows)], {}, "fake-gpu", traits_of("fixed"))
     assert summary.infeasible == 1 and summary.configs == 3 and summary.configs_stored == 3
     assert summary.status.get("compile_error", 0) == 0  # counted apart
     assert summary.counts == ConfigCounts(configs=3, labels=3, infeasible=1)

@@ -20,15 +20,17 @@ from tpugraphs_tools.cli import main
 from tpugraphs_tools.collect.graphs import write_graphs
 from tpugraphs_tools.collect.tile import TileOptions, collect_tile
 from tpugraphs_tools.collect.tile_labels import kernel_arrays
-from tpugraphs_tools.measure import SharedWorkers
+from tpugraphs_tools.measure import SharedWorkers, traits_of
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
+from tpugraphs_tools.measure.run_state import PipelineOptions, Session
+from tpugraphs_tools.measure.sessions import stop_rule
 from tpugraphs_tools.publish import compute_stats
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path
 
-SMALL = {"max_rounds": 24, "copies": 2, "measure_processes": 2, "warmup": 1, "timeout": 60}
+SMALL = {"max_rounds": 24, "loaded_copies": 2, "measure_processes": 2, "warmup": 1,
+         "timeout": 60}
 SMALL_FLAGS = ["--max-rounds", "24", "--loaded-copies", "2", "--measure-processes", "2",
                "--warmup", "1"]
 
@@ -168,7 +170,8 @@ def test_kernel_arrays_from_paired_rows():
     rows = [row(0, "ok", is_default=True), row(1, "ok", 1.25, 1000), row(2, "noop"),
             row(3, "ok", 0.8, 1010), row(4, "control", 1.001, 990)]
     rows[0]["runtime_min_ns"] = None
-    out, arrays = kernel_arrays(rows, [np.zeros(24, np.float32)] * 3)  # type: ignore[arg-type]
+    out, arrays = kernel_arrays(rows, [np.zeros(24, np.float32)] * 3,  # type: ignore[arg-type]
+                                traits_of("paired"))
     assert arrays["config_runtime_normalizers"].tolist() == [1000, 1000, 1010]
     assert arrays["config_runtime"].tolist() == [1000, 1250, 808]
     assert [r["npz_row"] for r in out] == [0, 1, None, 2, None]
@@ -179,7 +182,7 @@ def test_kernel_arrays_from_paired_rows():
 
 def _spec(text: str) -> SessionSpec:
     opts = MeasureOptions(**SMALL)
-    return SessionSpec(base_text=text, backend="cpu", engine="paired", stop=opts.stop,
+    return SessionSpec(base_text=text, backend="cpu", engine="paired", stop=stop_rule(opts),
                        processes=2, dedupe_on_code=True, return_optimized=True)
 
 
@@ -196,17 +199,17 @@ def test_shared_workers_switch_kernels_without_new_processes():
     pipeline = PipelineOptions(compile_workers=1, timing_batch=4, timeout_s=60,
                                isolation="pause")
     with SharedWorkers() as workers:
-        first = workers.session(_spec(ADD), pipeline)
-        pids = sorted(m.pid for m in first._measures if m)
-        compilers = sorted(p.pid for p in first._compilers)
-        key = first.default_info.key if first.default_info else None
-        second = workers.session(_spec(MUL), pipeline)
+        first = workers.session(Session(_spec(ADD), pipeline))
+        pids = sorted(m.pid for m in first.pool.measures if m)
+        compilers = sorted(p.pid for p in first.pool.compilers)
+        key = first.start().key
+        second = workers.session(Session(_spec(MUL), pipeline))
         assert second is first and len(pids) == 2
-        assert sorted(m.pid for m in second._measures if m) == pids
-        assert sorted(p.pid for p in second._compilers) == compilers
-        assert second.default_info is not None and second.default_info.key != key
+        assert sorted(m.pid for m in second.pool.measures if m) == pids
+        assert sorted(p.pid for p in second.pool.compilers) == compilers
+        assert second.start().key != key
         broken = ADD.replace("add(a, a)", "add(a, b)")
         with pytest.raises(Exception, match="default"):
-            workers.session(_spec(broken), pipeline)
-        again = workers.session(_spec(ADD), pipeline)  # fresh workers after a failure
-        assert again.default_info is not None and again.default_info.key == key
+            workers.session(Session(_spec(broken), pipeline))
+        again = workers.session(Session(_spec(ADD), pipeline))  # fresh workers after a failure
+        assert again.start().key == key

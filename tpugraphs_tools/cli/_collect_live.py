@@ -3,7 +3,7 @@
 Why a handler of its own: Ctrl-C used to stay silent while the workers were stopped one by one
 (~30 s: a measurement process in the middle of a batch was given 10 s to exit). Now the first
 Ctrl-C prints ``stopping: …`` before anything else happens, saying what is kept, and then
-stops the collection (its workers are killed at once, measure/worker_slots.py); the closing
+stops the collection (its workers are killed at once, measure/workers/pool.py); the closing
 ``interrupted:`` line and exit status 130 stay those of every command (``handle_errors``).
 """
 

@@ -37,7 +37,7 @@ def print_summary(summary: Any) -> None:
     if summary.configs:
         print_config_summary({g: s.to_json() for g, s in summary.configs.items()})
     for label, tiles in summary.tiles.items():
-        _print_tile_summary(label, tiles.to_json())
+        _print_tile_summary(label, tiles.to_json(), tiles.ratio_labels)
     if summary.configs or summary.tiles:
         graphs = len(summary.configs) + sum(t.kernels for t in summary.tiles.values())
         terminal.print(f"stored for {graphs} graph{'' if graphs == 1 else 's'}: "
@@ -65,7 +65,7 @@ def _print_rate(summary: Any) -> None:
                    f"labels measured in {minutes:.1f} min of wall time)", highlight=False)
 
 
-def _print_tile_summary(label: str, s: dict) -> None:
+def _print_tile_summary(label: str, s: dict, ratio_labels: bool) -> None:
     table = Table(title=f"kernel configs of {label} ({s['config_space']})")
     table.add_column("measure")
     table.add_column("value", overflow="fold")
@@ -85,21 +85,20 @@ def _print_tile_summary(label: str, s: dict) -> None:
     if s.get("not_as_requested"):
         table.add_row("ok configs compiled to another tile than asked",
                       f"{s['not_as_requested']} (labelled by the tile that ran)")
-    paired = s.get("apart_from_default") is not None
-    if paired:
+    if ratio_labels:
         table.add_row("configs whose 95% CI excludes the default",
                       str(s["apart_from_default"]))
     else:
         table.add_row("configs differing from default by > 3× CV", str(s["effects_over_3cv"]))
     top = s.get("largest_effect")
     if top:
-        how = "CI apart from 1" if paired else f"{top['effect_cv']:.1f} CV"
+        how = "CI apart from 1" if ratio_labels else f"{top['effect_cv']:.1f} CV"
         table.add_row("largest effect", f"{top['relative_to_default']:.3f}× default "
                       f"({how}) on {top['parent_instruction']} with {top['config']}")
     if s.get("best_speedup"):
         table.add_row("fastest / slowest config ÷ default",
                       f"{1 / s['best_speedup']:.3f}× / {s['worst_slowdown']:.3f}×")
-    if paired:
+    if ratio_labels:
         table.add_row("median CI ±", _pct(s.get("ci_half_width_median")))
         table.add_row("pairs apart (95% CIs disjoint, within a kernel)", _apart(s))
         table.add_row("A/A control", _control(s))

@@ -97,7 +97,13 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
     """
     from dataclasses import replace
 
-    from tpugraphs_tools.collect import CollectRequest, load_plan_file, make_item, request_from_plan
+    from tpugraphs_tools.collect import (
+        CollectRequest,
+        load_plan_file,
+        make_item,
+        plan_warnings,
+        request_from_plan,
+    )
 
     ctx = click.get_current_context()
     if status_of is not None:
@@ -110,7 +116,9 @@ def collect(programs: tuple[str, ...], hlo_files: tuple[str, ...], plan: str | N
         if programs or hlo_files:
             raise click.UsageError("give either --plan or --program/--hlo, not both")
         refuse_given(ctx, "--plan", PLAN_FLAGS, "a plan sets these in its defaults or items")
-        request = request_from_plan(load_plan_file(plan), source=plan, out=out)
+        raw = load_plan_file(plan)
+        terminal.warnings(plan_warnings(raw, source=plan))
+        request = request_from_plan(raw, source=plan, out=out)
         if backend is not None:  # like --out, the command line's backend wins
             request = replace(request, backend=backend)
     else:

@@ -51,11 +51,11 @@ def _check_backend(request: CollectRequest) -> None:
     tile = any(item.collection == Kind.TILE for item in request.items)
     if request.backend is None and not tile:
         return  # jax's default backend always exists
-    from tpugraphs_tools.collect.graphs import device_info
     from tpugraphs_tools.configs import default_space
+    from tpugraphs_tools.measure import platform_of
 
     try:
-        platform, _kind = device_info(request.backend)
+        platform = platform_of(request.backend).name
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CollectError(f"backend {request.backend!r} is not available here: "

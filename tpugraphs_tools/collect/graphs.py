@@ -25,6 +25,7 @@ from tpugraphs_tools.hlo import (
     portable_stored_hlo,
     stored_hlo,
 )
+from tpugraphs_tools.measure import platform_of
 from tpugraphs_tools.store import Dataset, jax_versions, make_graph_id
 
 
@@ -53,14 +54,6 @@ class CollectedGraph:
             graph.pop("node_config_ids")
             return {**graph, **(self.config_arrays or empty_tile_config_arrays())}
         return {**graph, **(self.config_arrays or empty_config_arrays(self.graph))}
-
-
-def device_info(backend: str | None) -> tuple[str, str]:
-    """(platform, device_kind) of the jax backend that compiles and times (default backend)."""
-    import jax
-
-    dev = jax.devices(backend)[0]
-    return dev.platform, str(dev.device_kind)
 
 
 def graph_row(src: HloSource, graph: Graph, *, program: str, program_args: dict[str, Any],
@@ -92,11 +85,12 @@ def graph_row(src: HloSource, graph: Graph, *, program: str, program_args: dict[
 
 def collect_source(src: HloSource, *, program: str, program_args: dict[str, Any],
                    collection: str = "layout", backend: str | None = None) -> CollectedGraph:
-    platform, kind = device_info(backend)
+    platform = platform_of(backend)
     graph = featurize(src.module)
     per_node = collection_of(collection).per_node_configs
     row = graph_row(src, graph, program=program, program_args=program_args,
-                    collection=collection, backend=platform, device_kind=kind,
+                    collection=collection, backend=platform.name,
+                    device_kind=platform.device_kind,
                     config_space=collection if per_node else None)
     return CollectedGraph(src, graph, row)
 

@@ -116,7 +116,7 @@ def _bitcast_lines(inst: Instruction, operand: Shape) -> list[str]:
 def compilable_text(module: Module) -> str:
     """``module`` printed for measuring: bitcasts become their logical equivalent.
 
-    Layouts in the text are dropped on the way to the compiler (see measure/compile.py), so
+    Layouts in the text are dropped on the way to the compiler (see compiler/compile.py), so
     only bitcasts, whose meaning depends on layouts, need rewriting.
     """
     parts = [f"HloModule {module.name}", ""]

@@ -22,7 +22,7 @@ from scipy import stats
 
 from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.summary import LabelQuality
-from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM, ConfigResult, StopReason
+from tpugraphs_tools.measure import CONTROL, OK, REPEAT, TRIM, ConfigResult, StopReason, Traits
 
 EXTRA_STATUSES = (CONTROL, REPEAT)  # rows after the configs, never in the npz
 WINDOW_CONFIDENCE = 0.8
@@ -39,7 +39,7 @@ def ci_quantile(low: float | None, high: float | None, log_se: float | None) -> 
     """The t quantile a label's CI was built with: its log half-width over its log-scale se.
 
     One process's CI uses Yuen's df on its rounds, a label averaged over processes uses
-    Satterthwaite's df (measure/replicas.py) with ``rounds`` summed over them: only the
+    Satterthwaite's df (measure/stats/replicas.py) with ``rounds`` summed over them: only the
     engine's own se recovers the quantile for both."""
     if not low or not high or not log_se or not math.isfinite(high) or log_se <= 0:
         return None
@@ -56,18 +56,19 @@ def _bounded(low: float | None, high: float | None) -> tuple[float | None, float
     return low, high
 
 
-def measured_columns(result: ConfigResult) -> dict[str, Any]:
+def measured_columns(result: ConfigResult, traits: Traits) -> dict[str, Any]:
     """The configs.parquet columns a measurement result fills, the same for layout and tile
-    rows (``collect/layout.py``, ``collect/tile_labels.py``); the rest say what was tried."""
+    rows (``collect/layout.py``, ``collect/tile_labels.py``); the rest say what was tried.
+    ``traits``: the engine's (ratio labels: the default's runtime in the row's window is
+    its median there; fixed: its minimum timed alone)."""
     timing, default = result.timing, result.default_timing
-    paired = result.stop_reason is not None
     low, high = _bounded(result.relative_ci_low, result.relative_ci_high)
     return {
         "runtime_min_ns": timing.min_ns if timing else None,
         "runtime_median_ns": timing.median_ns if timing else None,
         "runtime_cv": timing.cv if timing else None,
         "repeats": timing.repeats if timing else None,
-        "default_runtime_ns": (default.median_ns if paired else default.min_ns)
+        "default_runtime_ns": (default.median_ns if traits.ratio_labels else default.min_ns)
         if default else None,
         "relative_to_default": result.relative_to_default,
         "relative_ci_low": low,

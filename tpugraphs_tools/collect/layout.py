@@ -1,10 +1,10 @@
 """Layout collection: configs for one graph, applied for real, measured in a worker.
 
-Labels come from the paired engine (measure/paired.py): each config's ratio to the default with
-a 95% CI from per-round paired samples; the npz ``config_runtime`` is that ratio times the
+Labels come from the paired engine (measure/stats/rounds.py): each config's ratio to the default
+with a 95% CI from per-round paired samples; the npz ``config_runtime`` is that ratio times the
 graph's default runtime measured in the batches' windows (the median over batches), the default
 row included. Every batch also times an A/A control (a copy of the default) stored as a
-``control`` row, never in the npz: its spread is the noise floor. ``timing="fixed"`` keeps the
+``control`` row, never in the npz: its spread is the noise floor. ``engine="fixed"`` keeps the
 old engine (shared minimum of a solo-timed default) for side-by-side benchmarks
 (docs/layout-collection.md).
 """
@@ -20,7 +20,6 @@ from typing import Any, cast
 
 import numpy as np
 
-from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.collect.journal import JournalHeader
 from tpugraphs_tools.collect.labels import (
     EXTRA_STATUSES,
@@ -31,6 +30,12 @@ from tpugraphs_tools.collect.labels import (
 )
 from tpugraphs_tools.collect.rows import ConfigRow, config_row
 from tpugraphs_tools.collect.summary import LayoutSummary
+from tpugraphs_tools.compiler import (
+    apply_layout_config,
+    constraint_slots,
+    honoured_json,
+    options_key,
+)
 from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.format import LAYOUT
@@ -45,27 +50,27 @@ from tpugraphs_tools.measure import (
     ConfigResult,
     Job,
     MeasureOptions,
-    PipelinedMeasurer,
+    Measurer,
     Status,
-    StopReason,
-    apply_layout_config,
-    constraint_slots,
-    device_env,
-    honoured_json,
+    Traits,
     layout_session,
-    options_key,
+    option_default,
+    platform_of,
+    traits_of,
 )
 from tpugraphs_tools.store import ConfigCounts
 
-REFERENCE = StopReason.REFERENCE  # the default row: its label is the in-window default
-
 
 def journal_header(opts: MeasureOptions) -> JournalHeader:
-    """The arguments a resumed collection must share with the interrupted one."""
+    """The arguments a resumed collection must share with the interrupted one. The keys are
+    the ones journals were written with before the options took their flags' names
+    (``repeats`` for ``fixed_rounds``, ``timing`` for ``engine``): a collection interrupted
+    by an earlier version resumes. The engine is written only when it is not the default."""
     header: JournalHeader = {"strategy": opts.strategy, "seed": opts.seed,
-                             "warmup": opts.warmup, "repeats": opts.repeats, "rtol": opts.rtol}
-    if opts.timing != "paired":
-        header["timing"] = opts.timing
+                             "warmup": opts.warmup, "repeats": opts.fixed_rounds,
+                             "rtol": opts.rtol}
+    if opts.engine != option_default("engine"):
+        header["timing"] = opts.engine
     return header
 
 
@@ -80,7 +85,7 @@ class LayoutResult:
 
 
 def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOptions,
-         result: ConfigResult, extra: bool = False) -> ConfigRow:
+         traits: Traits, result: ConfigResult, extra: bool = False) -> ConfigRow:
     """The configs.parquet row of one config's result (``extra``: a control/repeat row
     after the configs, which is never the default and names the config it re-timed)."""
     realized = result.realized
@@ -94,7 +99,7 @@ def _row(index: int, config: LayoutConfig, space: LayoutSpace, opts: MeasureOpti
         "optimized_fingerprint": realized.get("fingerprint") if realized else None,
         "duplicate_of": result.repeat_of if extra else result.duplicate_of,
         "npz_row": None,
-        **measured_columns(result),
+        **measured_columns(result, traits),
     })
 
 
@@ -123,25 +128,20 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
         row = config_row(values, where=f"measured row of config {i}")
         if i < len(configs) or row["status"] in EXTRA_STATUSES:
             rows[i] = row
-    device_env.share_device_memory()
-    platform, _kind = device_info(opts.backend)
-    spec, pipeline = layout_session(
-        opts, text, rtol=device_env.resolve_rtol(opts.rtol, platform, module),
-        compile_options=device_env.layout_compile_options(platform),
-        isolation=device_env.isolation_for(platform, opts.isolation),
-        timer=device_env.timer_for(platform, "layout", opts.timer))
+    session = layout_session(opts, text, module, platform_of(opts.backend))
+    traits = traits_of(opts.engine)
 
     def record(result: ConfigResult) -> None:
         if result.repeat_of is not None and result.status != REPEAT:
             return  # a failed re-timing of a config measured fine before: nothing to keep
         if result.status in EXTRA_STATUSES:
             index = next_control_index(rows, len(configs))
-            rows[index] = _row(index, configs[result.repeat_of or 0], space, opts, result,
-                               extra=True)
+            rows[index] = _row(index, configs[result.repeat_of or 0], space, opts, traits,
+                               result, extra=True)
         else:
             assert result.index is not None  # only control rows have no config index
             index = result.index
-            rows[index] = _row(index, configs[index], space, opts, result)
+            rows[index] = _row(index, configs[index], space, opts, traits, result)
         on_row(rows[index])
         progress(sum(1 for i in rows if i < len(configs)), len(configs))
 
@@ -154,13 +154,13 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
     todo = [i for i in range(len(configs)) if i not in rows]
     restarts = 0
     if todo:
-        with PipelinedMeasurer(spec, pipeline) as measurer:
+        with Measurer(session) as measurer:
             info = measurer.start()
             known = {info.key: 0}
             for index, row in rows.items():
                 fp = row["optimized_fingerprint"]
                 if row["status"] == OK and index and fp:
-                    known.setdefault(options_key(fp, spec.options), index)
+                    known.setdefault(options_key(fp, session.spec.options), index)
             if 0 not in rows:
                 record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
                                     realized=info.realized,
@@ -177,11 +177,11 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
                     continue
                 jobs.append(Job(index, job_text, slots=constraint_slots(module, space, config)))
             measurer.run(jobs, known, record, context=finished, on_progress=on_batch)
-            if opts.timing == "paired" and not any(
+            if traits.ratio_labels and not any(
                     r["default_runtime_ns"] for r in rows.values() if not r["is_default"]):
                 measurer.run_control(record)
             restarts = measurer.restarts
-    return layout_result([rows[i] for i in sorted(rows)], configs, space, restarts)
+    return layout_result([rows[i] for i in sorted(rows)], configs, space, traits, restarts)
 
 
 def next_control_index(rows: Mapping[int, object], num_configs: int) -> int:
@@ -190,8 +190,9 @@ def next_control_index(rows: Mapping[int, object], num_configs: int) -> int:
 
 
 def layout_result(rows: Sequence[Mapping[str, Any]], configs: list[LayoutConfig],
-                  space: LayoutSpace, restarts: int = 0) -> LayoutResult:
-    """npz config arrays + summary from a graph's complete, index-ordered config rows.
+                  space: LayoutSpace, traits: Traits, restarts: int = 0) -> LayoutResult:
+    """npz config arrays + summary from a graph's complete, index-ordered config rows, all
+    measured by the engine of ``traits``.
 
     Rows measured in separate sessions (resumed runs, Ray chunks) may hold the same optimized
     program twice; the later one becomes a ``duplicate`` here so only distinct labels remain.
@@ -206,7 +207,7 @@ def layout_result(rows: Sequence[Mapping[str, Any]], configs: list[LayoutConfig]
             if first != row["config_index"]:
                 row = {**row, "status": DUPLICATE if first else NOOP, "duplicate_of": first}
         deduped.append(row)
-    labelled, arrays = _arrays(deduped, configs, space)
+    labelled, arrays = _arrays(deduped, configs, space, traits)
     return LayoutResult(labelled, arrays, _summary(labelled, restarts))
 
 
@@ -218,24 +219,22 @@ def _unlabelled(row: ConfigRow) -> ConfigRow:
     return {**row, "npz_row": None}
 
 
-def _arrays(rows: list[ConfigRow], configs: list[LayoutConfig], space: LayoutSpace
-            ) -> tuple[list[ConfigRow], dict[str, np.ndarray]]:
+def _arrays(rows: list[ConfigRow], configs: list[LayoutConfig], space: LayoutSpace,
+            traits: Traits) -> tuple[list[ConfigRow], dict[str, np.ndarray]]:
     """The rows with their labels and npz rows, and the TpuGraphs config arrays over the ok
     configs (distinct labels only)."""
     rows, _sd = widen_by_windows([_unlabelled(r) for r in rows])
     ok = [r for r in rows if r["status"] == OK]
-    paired = any(r["is_default"] and (r["runtime_min_ns"] is None
-                                      or r["stop_reason"] == REFERENCE) for r in ok)
     windows = [w for r in rows
                if r["status"] in (OK, CONTROL) and (w := r["default_runtime_ns"])
-               and not (paired and r["is_default"])]
+               and not (traits.ratio_labels and r["is_default"])]
     reference = statistics.median(windows) if windows else 0
     runtimes, feats = [], []
     labelled: dict[int, ConfigRow] = {}
     for npz_row, row in enumerate(ok):
-        if paired and row["is_default"]:
+        if traits.ratio_labels and row["is_default"]:
             row = reference_row(row, windows, reference)
-        elif not paired:  # fixed engine: shared minimum of the batch's default
+        elif not traits.ratio_labels:  # fixed engine: shared minimum of the batch's default
             row = {**row, "relative_to_default": _ratio(row["runtime_min_ns"],
                                                          row["default_runtime_ns"])}
         row = labelled[row["config_index"]] = {**row, "npz_row": npz_row}

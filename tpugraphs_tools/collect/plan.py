@@ -10,9 +10,9 @@
 Every item takes program arguments (batch_size, image_size, seq_len, dtype, preset, mode),
 ``collection`` (layout | tile) and the measurement options of
 :class:`~tpugraphs_tools.measure.options.MeasureOptions` under their field names (the same
-names as the ``tgt collect`` flags; where a flag was renamed, e.g. ``--loaded-copies``, the
-old field name ``copies`` still works beside ``loaded_copies``, but errors list the flag
-spelling); ``defaults`` applies to all items, an item's own keys win.
+names as the ``tgt collect`` flags). Old spellings of renamed flags (``batch``, ``repeats``,
+``copies``, ``timing``) are still read, each with a deprecation line (:func:`plan_warnings`);
+errors list the current keys. ``defaults`` applies to all items, an item's own keys win.
 """
 
 from __future__ import annotations
@@ -31,10 +31,12 @@ from tpugraphs_tools.measure import OPTION_KEYS as MEASURE_KEYS
 
 PROGRAM_KEYS = ("batch", "image_size", "seq_len", "dtype", "preset", "mode")
 ITEM_KEYS = {"program", "hlo", "collection", *PROGRAM_KEYS, *MEASURE_KEYS}
-# Keys spelled like a renamed ``tgt collect`` flag -> the key they stand for (both work).
-KEY_ALIASES = {"batch_size": "batch", **OPTION_KEY_ALIASES}
-# the key a user is shown for each field: the flag's spelling where the flag was renamed
-SHOWN = {field: key for key, field in KEY_ALIASES.items()}
+# The one key named unlike its field: the program's input batch is ``--batch-size`` /
+# ``batch_size``, its field ``ProgramArgs.batch`` (stored in program_args JSON, not renamed).
+SHOWN = {"batch": "batch_size"}
+# Old spellings, still read for one more release with a deprecation line: old key -> the
+# field it sets (the measurement options' table is measure's own, from their old flags).
+OLD_KEYS = {"batch": "batch", **OPTION_KEY_ALIASES}
 
 
 def make_item(values: Mapping[str, Any], *, program: str | None = None, hlo: str | None = None,
@@ -74,6 +76,19 @@ def load_plan_file(path: str | Path) -> dict[str, Any]:
                         f"{exc}") from None
 
 
+def plan_warnings(plan: Any, source: str = "plan") -> list[str]:
+    """One line per old key spelling a plan uses (its ``defaults`` and items), for the
+    terminal: each is still read, for one more release."""
+    if not isinstance(plan, dict):
+        return []
+    parts = [("defaults", plan.get("defaults"))]
+    parts += [(f"items[{i}]", item) for i, item in enumerate(plan.get("items") or [])]
+    return [f"{source}: {where}: plan key {key!r} is deprecated and will be removed in the "
+            f"next release; use {SHOWN.get(OLD_KEYS[key], OLD_KEYS[key])!r}"
+            for where, mapping in parts if isinstance(mapping, dict)
+            for key in mapping if key in OLD_KEYS]
+
+
 def request_from_plan(plan: dict[str, Any], source: str = "plan",
                       out: str | None = None) -> CollectRequest:
     """Turn a parsed plan into a :class:`CollectRequest` (``out`` overrides the plan's)."""
@@ -101,17 +116,21 @@ def request_from_plan(plan: dict[str, Any], source: str = "plan",
 
 
 def _canonical(mapping: Any, where: str) -> Any:
-    """``mapping`` with flag-spelled keys (``loaded_copies``) under the key they stand for
-    (``copies``); a key given both ways is an error."""
+    """``mapping`` with every key under the field it sets (``batch_size`` -> ``batch``, an
+    old spelling -> the field it was renamed to); a field given two ways is an error."""
     if not isinstance(mapping, dict):
         return mapping
-    out = {}
-    for key, value in mapping.items():
-        name = KEY_ALIASES.get(key, key)
+    fields: dict[str, str] = {"batch_size": "batch", **OLD_KEYS}
+    out: dict[str, Any] = {}
+    given: dict[str, str] = {}   # field -> the key that set it
+    entries: dict[str, Any] = mapping
+    for key, value in entries.items():
+        name = fields.get(key, key)
         if name in out:
-            raise PlanError(f"{where}: {name!r} is given twice (as {name!r} and as its flag "
-                            f"spelling {next(k for k, v in KEY_ALIASES.items() if v == name)!r})")
-        out[name] = value
+            old, new = (key, given[name]) if key in OLD_KEYS else (given[name], key)
+            raise PlanError(f"{where}: {new!r} is given twice (as {new!r} and as its old "
+                            f"spelling {old!r})")
+        out[name], given[name] = value, key
     return out
 
 

@@ -8,7 +8,7 @@ rows resumed from a journal or skipped as complete do not count), counts down fr
 config measured, and does not exist until this run has timed something: before the first
 timing batch is back it says what it waits for ("estimating…"). While a batch is timed (minutes
 for a large graph, its results come at its end) the events say where it stands: the process
-timing it, its rounds, its configs settled (measure/round_board.py).
+timing it, its rounds, its configs settled (measure/workers/round_board.py).
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class ProgressTracker:
         self._emit()
 
     def batch(self, progress: BatchProgress) -> None:
-        """Where the timing batch out now stands (measure/round_board.py); shown until a
+        """Where the timing batch out now stands (measure/workers/round_board.py); shown until a
         result of one of its configs comes."""
         graph = self._current()
         graph.stage, graph.batch = "timing", progress

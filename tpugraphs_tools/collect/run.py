@@ -36,6 +36,7 @@ from tpugraphs_tools.collect.request import CollectItem, CollectRequest, resolve
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
 from tpugraphs_tools.collect.summary import CollectSummary, failure_counts
 from tpugraphs_tools.collect.tile_resume import collect_tiles
+from tpugraphs_tools.compiler import compile_hlo_source
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import HloSource, from_compiled, from_file
@@ -43,7 +44,6 @@ from tpugraphs_tools.measure import (
     OK,
     MeasureOptions,
     WorkerError,
-    compile_hlo_source,
     log_workers_to,
 )
 from tpugraphs_tools.store import LOG_DIR, Dataset, dataset_writer

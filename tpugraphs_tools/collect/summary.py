@@ -98,7 +98,10 @@ class TileSummary:
     best_speedup: float | None
     worst_slowdown: float | None
     instances: dict[str, list[str]] = field(default_factory=dict)  # graph id -> instructions
-    # Paired engine only (None with --engine fixed): configs whose 95% CI excludes the
+    # The engine's labels are ratios with CIs (Traits.ratio_labels: paired), so the summary
+    # reads CIs, not CVs; not in to_json (the keys below say it).
+    ratio_labels: bool = False
+    # Ratio labels only (None with --engine fixed): configs whose 95% CI excludes the
     # default's 1.0, and how sure the labels are (pairs counted within each kernel).
     apart_from_default: int | None = None
     labels: LabelQuality | None = None
@@ -118,7 +121,8 @@ class TileSummary:
         empty ``left_out`` are left out, so a fixed-engine summary reads as before), the
         stored counts as ``labels`` and ``control_rows``."""
         out = {k: v for k, v in asdict(self).items()
-               if k not in ("labels", "apart_from_default", "counts", "left_out")}
+               if k not in ("labels", "apart_from_default", "counts", "left_out",
+                            "ratio_labels")}
         out.update(labels=self.counts.labels, control_rows=self.counts.control_rows)
         if self.apart_from_default is not None:
             out["apart_from_default"] = self.apart_from_default

@@ -7,7 +7,7 @@ config first, then the space's candidates, each timed with the default in the sa
 builds its graph and hands it to a store (``collect/tile_store.py``). How labels,
 ``config_runtime`` and ``config_runtime_normalizers`` follow from the timings is in
 ``collect/tile_labels.py`` and docs/tile-collection.md. The kernels of one program share their
-worker processes (``measure/reuse.py``): each kernel hands them its own default.
+worker processes (``measure/measurer.py``): each kernel hands them its own default.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, graph_row
+from tpugraphs_tools.collect.graphs import CollectedGraph, graph_row
 from tpugraphs_tools.collect.kernels import Kernel, extract_kernels
 from tpugraphs_tools.collect.rows import ConfigRow, GraphRow
 from tpugraphs_tools.collect.summary import TileSummary
@@ -30,7 +30,14 @@ from tpugraphs_tools.configs import KernelConfigSpace, default_space
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
 from tpugraphs_tools.hlo import HloSource
-from tpugraphs_tools.measure import OK, SharedWorkers, WorkerError, device_env
+from tpugraphs_tools.measure import (
+    OK,
+    Platform,
+    SharedWorkers,
+    WorkerError,
+    platform_of,
+    traits_of,
+)
 from tpugraphs_tools.store import make_graph_id
 
 
@@ -59,7 +66,7 @@ def measure_kernels(compiled_source: HloSource, kernels: Sequence[Kernel],
                     ) -> KernelsDone:
     """Measure, build and hand ``store`` each kernel as soon as it is done (kernels the store
     already settled are passed over; a kernel it holds rows of continues from them)."""
-    platform, device_kind = device_info(opts.measure.backend)
+    platform = platform_of(opts.measure.backend)
     out = KernelsDone()
     with SharedWorkers(reuse=opts.share_workers) as workers:
         for i, (kernel, graph_id) in enumerate(zip(kernels, kernel_ids(kernels, program),
@@ -95,8 +102,7 @@ def measure_kernels(compiled_source: HloSource, kernels: Sequence[Kernel],
                     out.tried.update(r["status"] for r in run.rows)
                     built = _kernel_graph(compiled_source, kernel, run, space.name, opts,
                                           program=program, program_args=program_args,
-                                          parent_graph_id=parent_graph_id, platform=platform,
-                                          device_kind=device_kind)
+                                          parent_graph_id=parent_graph_id, platform=platform)
                     if isinstance(built, tuple):
                         store.store(*built)
                         out.stored.append(built)
@@ -111,7 +117,7 @@ def measure_kernels(compiled_source: HloSource, kernels: Sequence[Kernel],
 
 def _kernel_graph(compiled_source: HloSource, kernel: Kernel, run: KernelRun, space: str,
                   opts: TileOptions, *, program: str, program_args: dict[str, Any],
-                  parent_graph_id: str | None, platform: str, device_kind: str
+                  parent_graph_id: str | None, platform: Platform
                   ) -> tuple[CollectedGraph, list[ConfigRow]] | str:
     """The kernel's graph and config rows, or why it is not stored (too few distinct ok
     configs)."""
@@ -123,10 +129,12 @@ def _kernel_graph(compiled_source: HloSource, kernel: Kernel, run: KernelRun, sp
     origin = f"{compiled_source.origin}:{kernel.name}"
     src = HloSource(kernel.module, kernel.text, None, compiled_source.kind, "optimized", origin)
     graph = featurize(kernel.module)
-    rows, arrays = kernel_arrays([*run.rows, *run.extras], run.feats)
+    rows, arrays = kernel_arrays([*run.rows, *run.extras], run.feats,
+                                 traits_of(opts.measure.engine))
     row: GraphRow = {
         **graph_row(src, graph, program=program, program_args=program_args,
-                    collection="tile", backend=platform, device_kind=device_kind,
+                    collection="tile", backend=platform.name,
+                    device_kind=platform.device_kind,
                     config_space=space),
         "graph_id": tile_graph_id(program, kernel.fingerprint),
         "parent_graph_id": parent_graph_id, "parent_instruction": kernel.name,
@@ -142,9 +150,8 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
     """Extract, configure and measure every kernel of an optimized module, in memory (the
     library entry point; ``tgt collect --collection tile`` commits kernel by kernel:
     ``collect/tile_resume.py``)."""
-    device_env.share_device_memory()
-    platform, _kind = device_info(opts.measure.backend)
-    space = opts.space or default_space(platform, seed=opts.measure.seed)
+    space = opts.space or default_space(platform_of(opts.measure.backend).name,
+                                        seed=opts.measure.seed)
     extraction = extract_kernels(compiled_source.module, opts.measure.max_kernels,
                                  source=compiled_source.origin)
     store = MemoryStore()
@@ -153,7 +160,7 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
                            parent_graph_id=parent_graph_id, progress=progress,
                            on_kernel=on_kernel, on_row=on_row)
     summary = summarize([(g.row, rows) for g, rows in done.stored],
-                        {**extraction.skipped, **done.skipped}, space.name, done.restarts,
-                        done.tried)
+                        {**extraction.skipped, **done.skipped}, space.name,
+                        traits_of(opts.measure.engine), done.restarts, done.tried)
     return TileResult(done.stored, replace(summary, instances=done.instances,
                                            left_out=extraction.left_out))

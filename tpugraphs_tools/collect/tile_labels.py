@@ -1,7 +1,7 @@
 """Tile labels: the configs.parquet rows of a kernel's results and its TpuGraphs config arrays.
 
 Two engines (``--engine``). *paired* (default): each config's label is its ratio to the default
-timed in the same rounds, with a 95% CI (measure/paired.py); ``config_runtime_normalizers`` is
+timed in the same rounds, with a 95% CI (measure/stats/rounds.py); ``config_runtime_normalizers`` is
 the default's runtime in that config's timing window (the median of its default samples) and
 ``config_runtime`` is round(ratio × normalizer), so runtime / normalizer is the stored
 ``relative_to_default`` to rounding. The default's own row is the reference: ratio 1, runtime =
@@ -37,19 +37,19 @@ from tpugraphs_tools.measure import (
     ConfigResult,
     MeasureOptions,
     Status,
+    Traits,
 )
 
 STRATEGY = "kernel-sweep"
 
 
-def tile_row(index: int, config: KernelConfig, opts: MeasureOptions, result: ConfigResult,
-             facts: dict[str, Any], extra: bool = False) -> ConfigRow:
+def tile_row(index: int, config: KernelConfig, opts: MeasureOptions, traits: Traits,
+             result: ConfigResult, facts: dict[str, Any], extra: bool = False) -> ConfigRow:
     """The configs.parquet row of one kernel config's result (its npz row, and a fixed-engine
     label, are set once the kernel's ok configs are known: :func:`kernel_arrays`).
     ``extra``: a control/repeat row after the configs, never the default, naming the config it
     re-timed in ``duplicate_of``."""
     realized = {**(result.realized or {}), **facts}
-    paired = result.stop_reason is not None
     return cast(ConfigRow, {
         "config_index": index, "strategy": STRATEGY, "seed": opts.seed,
         "is_default": config.is_default and not extra, "status": Status(result.status),
@@ -60,23 +60,19 @@ def tile_row(index: int, config: KernelConfig, opts: MeasureOptions, result: Con
         "optimized_fingerprint": realized.get("fingerprint"),
         "duplicate_of": result.repeat_of if extra else result.duplicate_of,
         "npz_row": None,
-        **measured_columns(result),
-        # the fixed tile engine's time per config is not comparable: left out
-        "measure_seconds": result.measure_seconds if paired else None,
+        **measured_columns(result, traits),
+        # a timed row's share of the measurement process's time; the fixed tile engine's is
+        # not comparable: left out
+        "measure_seconds": (result.measure_seconds
+                            if traits.ratio_labels and result.timing is not None else None),
     })
 
 
-def is_paired(rows: Sequence[ConfigRow]) -> bool:
-    """Rows of the paired engine: some timed row carries a stop reason (the fixed engine's
-    never do)."""
-    return any(r["stop_reason"] is not None for r in rows)
-
-
-def kernel_arrays(rows: list[ConfigRow], feats: list[np.ndarray]
+def kernel_arrays(rows: list[ConfigRow], feats: list[np.ndarray], traits: Traits
                   ) -> tuple[list[ConfigRow], dict[str, np.ndarray]]:
     """The rows with their npz rows and labels, and the TpuGraphs tile config arrays over the
-    ok configs (``feats``: their encodings, in row order)."""
-    paired = is_paired(rows)
+    ok configs (``feats``: their encodings, in row order; ``traits``: the engine's)."""
+    paired = traits.ratio_labels
     if paired:
         rows, _sd = widen_by_windows(rows)
     windows = [w for r in rows if r["status"] in (OK, CONTROL) and not r["is_default"]
@@ -117,12 +113,14 @@ def _label(row: ConfigRow, paired: bool) -> tuple[float, int]:
     return runtime / default, int(default)
 
 
-def pooled_quality(kernels: Sequence[Sequence[ConfigRow]]) -> LabelQuality | None:
+def pooled_quality(kernels: Sequence[Sequence[ConfigRow]], traits: Traits
+                   ) -> LabelQuality | None:
     """How sure a program's tile labels are, over its kernels: CI widths, stop reasons and the
     A/A noise floor pooled; config pairs counted within each kernel (a kernel's ratios are to
-    its own default); the between-window SD the median of the kernels'. None without CIs."""
+    its own default); the between-window SD the median of the kernels'. None without CIs (the
+    fixed engine) or without a stored kernel."""
     rows = [r for k in kernels for r in k]
-    if not is_paired(rows):
+    if not traits.ratio_labels or not rows:
         return None
     whole = label_quality([r for r in rows if r["status"] != REPEAT])
     parts = [label_quality(k) for k in kernels]

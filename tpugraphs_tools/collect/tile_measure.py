@@ -6,7 +6,7 @@ a store) because this is the per-kernel loop: which configs are tried (single se
 combinations without a setting that was a no-op alone), how each result becomes a config row
 (``tile_labels.py``) with its realized tile and its effect against the default, and how rows an
 interrupted run journaled are taken back instead of measured again. Each kernel is measured by
-the pipelined engine (``measure/pipeline.py``) with the engine ``--engine`` names, each
+a measurer (``measure/measurer.py``) with the engine ``--engine`` names, each
 candidate timed with the default in the same window.
 
 No-ops: the engine dedupes on (optimized HLO fingerprint, hash of the generated machine code),
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.collect.graphs import device_info
 from tpugraphs_tools.collect.kernels import Kernel, compilable_text
 from tpugraphs_tools.collect.rows import ConfigRow
 from tpugraphs_tools.collect.tile_labels import tile_row
+from tpugraphs_tools.compiler import code_key
 from tpugraphs_tools.configs import KernelConfig, KernelConfigSpace
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.hlo import parse_hlo_text
@@ -39,12 +39,12 @@ from tpugraphs_tools.measure import (
     ConfigResult,
     Job,
     MeasureOptions,
-    PipelinedMeasurer,
+    Measurer,
     SharedWorkers,
     Timing,
-    code_key,
-    device_env,
     kernel_session,
+    platform_of,
+    traits_of,
 )
 
 Progress = Callable[[str], None]
@@ -59,7 +59,7 @@ class TileOptions:
     max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
     min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
     space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
-    # Kernels share their worker processes (measure/reuse.py); False: fresh ones per kernel,
+    # Kernels share their worker processes (measure/measurer.py); False: fresh ones per kernel,
     # as before (for measuring what sharing saves).
     share_workers: bool = True
 
@@ -143,8 +143,8 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         with SharedWorkers(reuse=False) as own:
             return measure_kernel(kernel, space, opts, configs, progress, on_row, own, done)
     text = _measure_text(kernel, space)
-    platform, _kind = device_info(opts.measure.backend)
-    measure = device_env.tile_options(opts.measure, platform)
+    platform = platform_of(opts.measure.backend)
+    traits = traits_of(opts.measure.engine)
     run = KernelRun()
     max_attempts = opts.max_attempts or 3 * opts.configs_per_kernel
     by_index: dict[int, KernelConfig] = {}
@@ -167,8 +167,8 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
             return  # a failed re-timing of a config measured fine before: nothing to keep
         if result.status in (CONTROL, REPEAT):
             # journaled at once at an index of its own; renumbered after the configs below
-            row = tile_row(EXTRA_BASE + len(extras), by_index[result.repeat_of or 0], measure,
-                           result, {}, extra=True)
+            row = tile_row(EXTRA_BASE + len(extras), by_index[result.repeat_of or 0],
+                           opts.measure, traits, result, {}, extra=True)
             extras.append(row)
             on_row(row)
             return
@@ -177,9 +177,10 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
         config = by_index[index]
         realized, facts = _realize(space, config, result.optimized_text)
         if (result.status == OK and index and result.timing and result.default_timing
-                and result.stop_reason is None):
+                and not traits.ratio_labels):  # fixed engine: the effect in units of CV
             facts.update(_effect(result.timing, result.default_timing))
-        keep(index, tile_row(index, config, measure, result, facts), config, realized)
+        keep(index, tile_row(index, config, opts.measure, traits, result, facts), config,
+             realized)
         on_row(rows[index])
         progress(f"{kernel.name}: config {index} {result.status}")
 
@@ -212,19 +213,15 @@ def measure_kernel(kernel: Kernel, space: KernelConfigSpace, opts: TileOptions,
 
     by_index[0] = configs[0]
     resume(0)
-    measurer: PipelinedMeasurer | None = None
+    measurer: Measurer | None = None
 
-    def session() -> PipelinedMeasurer:
+    def session() -> Measurer:
         nonlocal measurer
         if measurer is None:
-            spec, pipeline = kernel_session(
-                measure, space.apply(text, configs[0]),
-                rtol=device_env.resolve_rtol(measure.rtol, platform, kernel.module),
+            measurer = workers.session(kernel_session(
+                opts.measure, space.apply(text, configs[0]), kernel.module, platform,
                 compile_options=space.compile_options(configs[0]),
-                isolation=device_env.isolation_for(platform, measure.isolation),
-                fresh_compiler_per_job=space.fresh_compiler_per_config,
-                timer=device_env.timer_for(platform, "tile", measure.timer))
-            measurer = workers.session(spec, pipeline)
+                fresh_compiler_per_job=space.fresh_compiler_per_config))
             run.restarts = -measurer.restarts
             info = measurer.start()
             known[info.key] = 0

@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 import polars as pl
 
 from tpugraphs_tools.collect.failures import failure_reason
-from tpugraphs_tools.collect.graphs import CollectedGraph, device_info, write_graphs
+from tpugraphs_tools.collect.graphs import CollectedGraph, write_graphs
 from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
 from tpugraphs_tools.collect.kernels import extract_kernels
 from tpugraphs_tools.collect.layout import journal_header
@@ -36,7 +36,7 @@ from tpugraphs_tools.configs import default_space
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import HloSource, fingerprint
-from tpugraphs_tools.measure import OK, device_env
+from tpugraphs_tools.measure import OK, platform_of, traits_of
 from tpugraphs_tools.store import WORK_DIR, Dataset, make_graph_id, write_bytes_atomic
 
 KERNELS_SUFFIX = ".kernels.json"
@@ -173,9 +173,7 @@ def collect_tiles(dataset: Dataset, item: Any, sources: Sources, backend: str | 
         summary.unmeasured[item.label] = failure_reason(
             exc, unoptimized.module, backend or "the default backend", what="program")
         return
-    device_env.share_device_memory()
-    platform, _kind = device_info(backend)
-    space = opts.space or default_space(platform, seed=opts.measure.seed)
+    space = opts.space or default_space(platform_of(backend).name, seed=opts.measure.seed)
     extraction = extract_kernels(optimized.module, opts.measure.max_kernels,
                                  source=optimized.origin)
     ids = kernel_ids(extraction.kernels, program)
@@ -215,7 +213,7 @@ def collect_tiles(dataset: Dataset, item: Any, sources: Sources, backend: str | 
                           if r["status"] == OK) - sum(store.resumed_ok.get(g.graph_id, 0)
                                                       for g, _ in result.stored)
     tile = summarize(kernels, {**extraction.skipped, **result.skipped}, space.name,
-                     result.restarts, result.tried)
+                     traits_of(opts.measure.engine), result.restarts, result.tried)
     summary.tiles[item.label] = replace(tile, instances=result.instances,
                                         left_out=extraction.left_out)
     summary.failures.update(store.failures)

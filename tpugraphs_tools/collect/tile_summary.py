@@ -13,24 +13,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
-from tpugraphs_tools.collect.tile_labels import is_paired, pooled_quality
-from tpugraphs_tools.measure import CONTROL, INFEASIBLE, OK, REPEAT, Status
+from tpugraphs_tools.collect.tile_labels import pooled_quality
+from tpugraphs_tools.measure import CONTROL, INFEASIBLE, OK, REPEAT, Status, Traits
 from tpugraphs_tools.store import ConfigCounts
 
 KernelRows = tuple[Mapping[str, Any], Sequence[Any]]  # (graph row, its config rows)
 
 
-def summarize(graphs: Sequence[KernelRows],
-              skipped: dict[str, str], space: str, restarts: int = 0,
+def summarize(graphs: Sequence[KernelRows], skipped: dict[str, str], space: str,
+              traits: Traits, restarts: int = 0,
               tried: Counter[Status] | None = None) -> TileSummary:
     """Counts, statuses (of every config tried, stored kernels or not) and the largest effect
-    vs default over the stored kernels (fixed engine: in units of CV; paired: the largest
-    ratio whose CI excludes 1.0), and how sure the labels are (paired). ``graphs``: each
-    stored kernel's graph row and config rows."""
+    vs default over the stored kernels (fixed engine: in units of CV; ratio labels: the
+    largest ratio whose CI excludes 1.0), and how sure the labels are (ratio labels).
+    ``graphs``: each stored kernel's graph row and config rows; ``traits``: the engine's."""
     rows = [(g, r) for g, rs in graphs for r in rs if r["status"] not in (CONTROL, REPEAT)]
-    paired = is_paired([r for _, r in rows])
+    paired = traits.ratio_labels
     effects = []
-    apart: list[TileEffect] = []  # paired: configs whose 95% CI excludes the default's 1.0
+    apart: list[TileEffect] = []  # configs whose 95% CI excludes the default's 1.0
     not_as_requested = 0
     for g, r in rows:
         ratio = r["relative_to_default"]
@@ -64,6 +64,7 @@ def summarize(graphs: Sequence[KernelRows],
         best_speedup=1 / min(relative) if relative else None,
         worst_slowdown=max(relative) if relative else None,
         apart_from_default=len(apart) if paired else None,
-        labels=pooled_quality([rs for _, rs in graphs]), not_as_requested=not_as_requested,
+        labels=pooled_quality([rs for _, rs in graphs], traits), ratio_labels=paired,
+        not_as_requested=not_as_requested,
         infeasible=status.get(INFEASIBLE, 0),
         counts=ConfigCounts.of_rows(r["status"] for _, rs in graphs for r in rs))

@@ -1,12 +1,16 @@
-"""Measurement: apply a config for real, compile in isolated workers, time it honestly.
+"""Measurement: compile configs in isolated workers and time them honestly against the
+default config.
 
-``device_env`` is a deliberately public module (per-platform isolation, tolerances, memory).
+The rooms (pyproject.toml's ``measure rooms`` contract, docs/architecture.md): ``measurer``
+(a :class:`Measurer` owns its worker pool, compile side, timing side and the graph's state);
+``sessions`` (what it is told, from the options, the module and the platform); ``options``
+(the user's record); ``workers/`` (the processes); ``engines/`` (how a batch is timed);
+``run_state``; ``device_env`` (per-platform rules); ``messages``; ``stats/``; ``results``.
 """
 
-from tpugraphs_tools.measure import device_env
-from tpugraphs_tools.measure.apply import apply_layout_config, constraint_slots
-from tpugraphs_tools.measure.compile import compile_hlo_source
-from tpugraphs_tools.measure.device_env import share_device_memory
+from tpugraphs_tools.measure.device_env import Platform, platform_of, share_device_memory
+from tpugraphs_tools.measure.engines import Traits, traits_of
+from tpugraphs_tools.measure.measurer import Measurer, SharedWorkers
 from tpugraphs_tools.measure.messages import Job, SessionSpec, WorkerError
 from tpugraphs_tools.measure.options import GROUPS as OPTION_GROUPS
 from tpugraphs_tools.measure.options import KEY_ALIASES as OPTION_KEY_ALIASES
@@ -15,14 +19,9 @@ from tpugraphs_tools.measure.options import (
     OPTION_INFO,
     MeasureOptions,
     OptionInfo,
-    kernel_session,
-    layout_session,
     option_default,
     option_kind,
 )
-from tpugraphs_tools.measure.pipeline import PipelinedMeasurer
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.realized import code_key, honoured_json, options_key
 from tpugraphs_tools.measure.results import (
     COMPILE_ERROR,
     CONTROL,
@@ -35,17 +34,18 @@ from tpugraphs_tools.measure.results import (
     Status,
     StopReason,
     Timer,
+    Timing,
 )
-from tpugraphs_tools.measure.reuse import SharedWorkers
-from tpugraphs_tools.measure.robust_stats import TRIM
-from tpugraphs_tools.measure.round_board import BatchProgress
-from tpugraphs_tools.measure.timing import Timing, time_alone, time_batch
-from tpugraphs_tools.measure.worker_logs import (
+from tpugraphs_tools.measure.run_state import PipelineOptions, Session
+from tpugraphs_tools.measure.sessions import kernel_session, layout_session
+from tpugraphs_tools.measure.stats.robust import TRIM
+from tpugraphs_tools.measure.workers.logs import (
     LOG_NAME,
     first_reason,
     log_workers_to,
     reason_of,
 )
+from tpugraphs_tools.measure.workers.round_board import BatchProgress
 
 __all__ = [
     "COMPILE_ERROR",
@@ -65,31 +65,27 @@ __all__ = [
     "ConfigResult",
     "Job",
     "MeasureOptions",
+    "Measurer",
     "OptionInfo",
     "PipelineOptions",
-    "PipelinedMeasurer",
+    "Platform",
+    "Session",
     "SessionSpec",
     "SharedWorkers",
     "Status",
     "StopReason",
     "Timer",
     "Timing",
+    "Traits",
     "WorkerError",
-    "apply_layout_config",
-    "code_key",
-    "compile_hlo_source",
-    "constraint_slots",
-    "device_env",
     "first_reason",
-    "honoured_json",
     "kernel_session",
     "layout_session",
     "log_workers_to",
     "option_default",
     "option_kind",
-    "options_key",
+    "platform_of",
     "reason_of",
     "share_device_memory",
-    "time_alone",
-    "time_batch",
+    "traits_of",
 ]

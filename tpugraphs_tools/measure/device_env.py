@@ -11,14 +11,11 @@ rules here (docs/gpu.md) keep each of those honest; on CPU they change nothing.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from tpugraphs_tools.hlo import Module, Shape
-from tpugraphs_tools.measure.device_timer import AUTO, DEVICE, HOST
-
-if TYPE_CHECKING:
-    from tpugraphs_tools.measure.options import MeasureOptions
+from tpugraphs_tools.measure.results import AUTO, DEVICE, HOST
 
 GPU_PLATFORMS = ("gpu", "cuda", "rocm")
 # Any of these set by the user means they chose how processes share device memory.
@@ -42,9 +39,38 @@ def is_gpu(platform: str) -> bool:
     return platform in GPU_PLATFORMS
 
 
+@dataclass(frozen=True)
+class Platform:
+    """The device configs are compiled and timed on: jax's platform name (``cpu``, ``gpu``,
+    ``cuda``, ``rocm``, ...) and its device kind (stored in graph rows)."""
+
+    name: str
+    device_kind: str
+
+    @property
+    def is_gpu(self) -> bool:
+        return is_gpu(self.name)
+
+
+def platform_of(backend: str | None) -> Platform:
+    """The platform of the jax backend that compiles and times (None: jax's default). Sets
+    the shared-memory rule first (:func:`share_device_memory`): this may be the first call that
+    starts a GPU backend in this process."""
+    share_device_memory()
+    import jax
+
+    device = jax.devices(backend)[0]
+    return Platform(device.platform, str(device.device_kind))
+
+
+# --isolation: how compilation is kept off the timed runs (workers/processes.resolve_isolation
+# turns ``auto`` into ``pin`` or ``pause`` by the CPUs; isolation_for first, by the platform).
+ISOLATIONS = ("auto", "pin", "pause", "none")
+
+
 def isolation_for(platform: str, isolation: str) -> str:
     """``auto`` on a GPU is ``pause``: compile workers share the device, not just the CPUs, so
-    they are stopped for every timed round (measure/pipeline.py)."""
+    they are stopped for every timed round (measure/timing_side.py)."""
     return "pause" if isolation == "auto" and is_gpu(platform) else isolation
 
 
@@ -96,25 +122,3 @@ def timer_for(platform: str, collection: str, choice: str) -> str:
     if choice != AUTO:
         return choice
     return DEVICE if is_gpu(platform) and collection == "tile" else HOST
-
-
-# Tile kernels on a GPU, where --timer gives device time: values that replace options still at
-# their (CPU-sized) defaults. A device-timed microsecond kernel is precise after a few rounds:
-# fewer measurement processes (each one a CUDA context and a load of every copy), fewer loaded
-# copies (code placement moves CPU labels, not device kernel time), short samples and a
-# per-kernel budget. gpt small, 6 kernels x 10 configs, ran past 230 s at the CPU defaults.
-GPU_TILE_DEFAULTS: dict[str, Any] = {
-    "min_sample_ms": 0.2, "measure_processes": 2, "copies": 4,
-    "max_seconds_per_config": 1.0, "budget_seconds": 4.0}
-
-
-def tile_options(opts: MeasureOptions, platform: str) -> MeasureOptions:
-    """``opts`` with :data:`GPU_TILE_DEFAULTS` for every option still at its default, on a GPU
-    with a device timer (an option set to exactly its default counts as not set)."""
-    from tpugraphs_tools.measure.options import option_default
-
-    if not is_gpu(platform) or timer_for(platform, "tile", opts.timer) == HOST:
-        return opts
-    unset = {k: v for k, v in GPU_TILE_DEFAULTS.items()
-             if getattr(opts, k) == option_default(k)}
-    return replace(opts, **unset)

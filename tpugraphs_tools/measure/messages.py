@@ -3,7 +3,7 @@
 Every message is a frozen dataclass (pickled between processes, so no ``slots``): built once
 by its sender; a variant is a ``dataclasses.replace``.
 
-Configs are compiled and run in worker processes (``workers.py``, driven by ``pipeline.py``)
+Configs are compiled and run in worker processes (``workers/``, driven by ``measurer.py``)
 because XLA:CPU was seen dying with SIGILL on some option sets: a config must never take the
 whole collection down, and its failure is recorded as data with a status (``results.py``).
 """
@@ -15,14 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from tpugraphs_tools.errors import DefaultTimeoutError as DefaultTimeoutError
 from tpugraphs_tools.errors import WorkerError as WorkerError
-from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import ConfigResult, Status, Timing
+from tpugraphs_tools.measure.stats.stopping import StopRule
 
 if TYPE_CHECKING:
-    from tpugraphs_tools.measure.apply import ConstraintSlot
-    from tpugraphs_tools.measure.realized import Realized
-
-ENGINES = ("paired", "fixed")
+    from tpugraphs_tools.compiler import ConstraintSlot, Realized
 
 
 @dataclass(frozen=True)
@@ -34,7 +31,7 @@ class SessionSpec:
     options: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     warmup: int = 2
-    repeats: int = 10
+    fixed_rounds: int = 10
     rtol: float = 1e-3
     # Tile collection: dedupe on (optimized HLO, generated machine code) instead of
     # (optimized HLO, options), so an option that changes nothing is a no-op (compile.py).
@@ -45,18 +42,18 @@ class SessionSpec:
     # tile: each configured compile then needs a compile worker of its own (tile_gpu.py).
     fresh_compiler_per_job: bool = False
     # "paired": samples of k runs next to default samples, ratio CIs, adaptive rounds and an
-    # A/A control per batch (measure/paired.py); "fixed": ``repeats`` rotating rounds of single
-    # runs against a solo-timed default (the old engine of layout and tile, ``--engine fixed``).
+    # A/A control per batch (measure/stats/rounds.py); "fixed": ``fixed_rounds`` rotating rounds
+    # of single runs against a solo-timed default (the old engine, ``--engine fixed``).
     engine: str = "fixed"
     min_sample_ms: float = 1.0
     prime_runs: int = 0   # paired: untimed runs of a program just before each sample of k > 1
     stop: StopRule = field(default_factory=StopRule)   # per measurement process
     adaptive: bool = True
-    # Paired engine: measurement processes each batch is timed in (measure/replicas.py).
+    # Paired engine: measurement processes each batch is timed in (measure/stats/replicas.py).
     processes: int = 1
     # Paired engine: how a sample is timed, resolved for the platform (device_env.timer_for):
     # "host", "device" (the first device timer that works) or a timer's name
-    # (measure/device_timer.py); a device timer that does not work falls back to "host".
+    # (measure/engines/device_timer.py); a device timer that does not work falls back to "host".
     timer: str = "host"
     # Paired engine, three or more processes: a config whose own processes disagree more than
     # the batch's pooled spread gets a CI from its own spread (replicas.combined_interval).
@@ -81,11 +78,18 @@ class Compiled:
 
     index: int
     compile_seconds: float
-    realized: Realized             # realized layouts, fingerprint (measure/realized.py)
+    realized: Realized             # realized layouts, fingerprint (compiler/realized.py)
     key: str                       # dedupe key: same key, same program
     executable: bytes              # serialized; the measurement worker loads it
     optimized_text: str | None = None  # with SessionSpec.return_optimized
     repeat_of: int | None = None   # paired engine: a config of an earlier batch timed again
+
+    def result(self, status: Status, **fields: Any) -> ConfigResult:
+        """A result carrying what the compile worker found out about this config."""
+        return ConfigResult(index=self.index, status=status,
+                            compile_seconds=self.compile_seconds, realized=self.realized,
+                            key=self.key, optimized_text=self.optimized_text,
+                            repeat_of=self.repeat_of, **fields)
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ class Batch:
     # processes of a graph time equal samples); None calibrates.
     runs_per_sample: int | None = None
     # Paired engine: timed seconds this batch may spend in each process (its share of the
-    # graph's --budget-seconds, measure/racing.py); None: no budget.
+    # graph's --budget-seconds, measure/stats/racing.py); None: no budget.
     budget_seconds: float | None = None
     # Paired engine: the between-process variance of a label (var u + var v, log scale) as
     # the processes that timed this batch before estimate it (replicas.partial_between); None

@@ -1,26 +1,23 @@
-"""One record for how a collect item is measured, and the worker specs derived from it.
+"""One record for how a collect item is measured: the user's options, as flags and plan keys.
 
 Why here and not in ``collect/``: measure/ is the lower layer. The worker specs
-(:class:`SessionSpec`, :class:`PipelineOptions`) are built from this record, and measure/ must
-never import collect/. ``tgt collect`` flags and plan keys both become a :class:`MeasureOptions`
-through :meth:`MeasureOptions.from_keys` (field name = plan key = flag without ``--``).
+(:class:`SessionSpec`, :class:`PipelineOptions`) are built from this record (``sessions.py``),
+and measure/ must never import collect/. ``tgt collect`` flags and plan keys both become a
+:class:`MeasureOptions` through :meth:`MeasureOptions.from_keys` (field name = plan key = flag
+without ``--``; a renamed flag's old spelling is an old key, :data:`KEY_ALIASES`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
-from tpugraphs_tools.measure.device_timer import CHOICES as TIMER_CHOICES
-from tpugraphs_tools.measure.device_timer import HOST
-from tpugraphs_tools.measure.engines import traits_of
-from tpugraphs_tools.measure.messages import ENGINES, SessionSpec
-from tpugraphs_tools.measure.paired import StopRule
-from tpugraphs_tools.measure.pipeline_state import PipelineOptions
-from tpugraphs_tools.measure.processes import ISOLATIONS
+from tpugraphs_tools.measure.device_env import ISOLATIONS
+from tpugraphs_tools.measure.engines import ENGINES
+from tpugraphs_tools.measure.results import TIMER_CHOICES
+from tpugraphs_tools.measure.stats.stopping import StopRule
 from tpugraphs_tools.option_info import (
     OptionInfo,
     check_values,
@@ -42,9 +39,9 @@ def _option(default: Any, help: str, **info: Any) -> Any:
 
 @dataclass(frozen=True)
 class MeasureOptions:
-    """How one item is measured. Field = plan key; the CLI flag is ``OptionInfo.flag_of``
-    (``timing_batch`` ↔ ``--timing-batch``; a renamed flag's spelling is a plan key too,
-    :data:`KEY_ALIASES`); the table in docs/collect.md lists them all.
+    """How one item is measured. Field = plan key = the CLI flag (``timing_batch`` ↔
+    ``--timing-batch``); a renamed flag's old spelling is still read as a key
+    (:data:`KEY_ALIASES`); the table in docs/collect.md lists them all.
     Each field's metadata (:class:`OptionInfo`) holds its help, range and choices.
 
     ``backend`` and ``rtol`` are the request's (no plan key here); ``adaptive`` False runs
@@ -62,9 +59,9 @@ class MeasureOptions:
         2, "Untimed runs of each program before timing (paired: passes over every loaded "
         "copy, at least one: the first when it is loaded, the others just before its "
         "timing).", group=EXPERT, minimum=0)
-    repeats: int = _option(
+    fixed_rounds: int = _option(
         10, "--engine fixed: timed rounds per config.", group=EXPERT,
-        minimum=1, flag="--fixed-rounds", deprecated_flags=("--repeats",))
+        minimum=1, deprecated_flags=("--repeats",))
     timeout: float = _option(
         120.0, "Seconds per config (compile, or run) before the worker is killed.",
         minimum=0.0, above=True)
@@ -78,12 +75,11 @@ class MeasureOptions:
         "auto", "Keep compilation off the timed runs: pin = measurement on the first CPU, "
         "compilation on the others; pause = measurement on all CPUs, compile workers stopped "
         "during timed rounds; auto = pin with >= 4 CPUs, else pause.", choices=ISOLATIONS)
-    timing: str = _option(
+    engine: str = _option(
         "paired", "Labels (layout and tile). paired: rounds time the default and each config "
         "once, ratio CIs, rounds added until sure, an A/A control per batch; fixed: the old "
         "engine (--fixed-rounds rounds, shared default minimum), for comparisons.",
-        choices=ENGINES,
-        flag="--engine", deprecated_flags=("--timing",))
+        choices=ENGINES, deprecated_flags=("--timing",))
     min_sample_ms: float = _option(
         1.0, "Each timed sample repeats the program until it lasts this long.", group=EXPERT,
         minimum=0.0)
@@ -115,11 +111,11 @@ class MeasureOptions:
     max_seconds_per_config: float = _option(
         StopRule.max_seconds_per_config, "Cap on timed seconds per config.", group=EXPERT,
         minimum=0.0)
-    copies: int = _option(
+    loaded_copies: int = _option(
         16, "Loaded copies of the default and of each config, rotated over rounds: identical "
         "programs loaded twice run at slightly different speeds (code/buffer placement), and "
         "the copies' spread enters every CI.", group=EXPERT, minimum=1,
-        flag="--loaded-copies", deprecated_flags=("--copies",))
+        deprecated_flags=("--copies",))
     measure_processes: int = _option(
         4, "Paired: measurement processes every batch is timed in, one after the other. What "
         "the copies in one process share (buffer placement, load order) differs between "
@@ -155,39 +151,25 @@ class MeasureOptions:
 
     @classmethod
     def from_keys(cls, values: Mapping[str, Any]) -> MeasureOptions:
-        """The one builder: plan keys / CLI flag values (keys other than :data:`KEYS` are
-        ignored, so a plan item or the CLI's parameters can be passed whole). Raises
-        ValueError naming the key of a bad value."""
-        return cls(**{k: values[k] for k in KEYS if k in values})
-
-    @property
-    def processes(self) -> int:
-        """Measurement processes a batch is timed in: ``measure_processes`` where the engine
-        combines several (paired), else 1."""
-        return self.measure_processes if traits_of(self.timing).replicated else 1
-
-    @property
-    def stop(self) -> StopRule:
-        """The paired engine's stopping rule for one measurement process: the combined label
-        of ``measure_processes`` reaches ``target_precision`` when each reaches √P times it,
-        and the round and time caps, the graph's budget and the copies are the whole
-        label's."""
-        p = self.processes
-        rounds = max(3, math.ceil(self.max_rounds / p))
-        return StopRule(target_precision=self.target_precision * math.sqrt(p),
-                        rank_precision=None if self.rank_precision is None else
-                        min(self.rank_precision, self.target_precision) * math.sqrt(p),
-                        max_rounds=rounds, max_seconds_per_config=self.max_seconds_per_config / p,
-                        min_rounds=min(StopRule.min_rounds, rounds),
-                        copies=max(1, math.ceil(self.copies / p)), race=self.race,
-                        budget_seconds=None if self.budget_seconds is None else
-                        self.budget_seconds / p)
+        """The one builder: plan keys / CLI flag values (keys other than :data:`KEYS` and
+        their old spellings are ignored, so a plan item or the CLI's parameters can be passed
+        whole). Raises ValueError naming the key of a bad value, or a key given both ways."""
+        given = {k: values[k] for k in KEYS if k in values}
+        for old, name in KEY_ALIASES.items():
+            if old in values:
+                if name in given:
+                    raise ValueError(f"{name} is given twice (as {name!r} and as its old "
+                                     f"spelling {old!r})")
+                given[name] = values[old]
+        return cls(**given)
 
 
 # Plan keys and CLI flags: every field a user sets, with how it is shown and checked.
 OPTION_INFO: dict[str, OptionInfo] = options_of(MeasureOptions)
 KEYS = tuple(OPTION_INFO)
-# Plan keys spelled like a renamed flag -> the field (the field name is a key as well).
+# Old keys -> the field: a renamed flag's old spelling (``--copies`` -> ``loaded_copies``),
+# read in plans and by from_keys for one more release, with a deprecation line
+# (collect/plan.py).
 KEY_ALIASES = key_aliases(MeasureOptions)
 
 
@@ -197,38 +179,3 @@ def option_default(name: str) -> Any:
 
 def option_kind(name: str) -> type:
     return kind_of(MeasureOptions, name)
-
-
-def pipeline_options(opts: MeasureOptions, isolation: str) -> PipelineOptions:
-    """How the workers are driven; ``isolation`` is ``opts.isolation`` resolved for the
-    platform (device_env.isolation_for)."""
-    return PipelineOptions(compile_workers=opts.workers, timing_batch=opts.timing_batch,
-                           timeout_s=opts.timeout, isolation=isolation,
-                           timing_lanes=opts.timing_lanes)
-
-
-def layout_session(opts: MeasureOptions, text: str, rtol: float, compile_options: dict[str, Any],
-                   isolation: str, timer: str = HOST) -> tuple[SessionSpec, PipelineOptions]:
-    """Worker specs of a layout collection: ``opts.timing``'s engine; ``timer`` is
-    ``opts.timer`` resolved for the platform (device_env.timer_for)."""
-    spec = SessionSpec(base_text=text, backend=opts.backend, seed=opts.seed,
-                       warmup=opts.warmup, repeats=opts.repeats, rtol=rtol,
-                       options=compile_options, engine=opts.timing,
-                       min_sample_ms=opts.min_sample_ms, prime_runs=opts.prime_runs,
-                       stop=opts.stop, adaptive=opts.adaptive,
-                       processes=opts.processes, timer=timer)
-    return spec, pipeline_options(opts, isolation)
-
-
-def kernel_session(opts: MeasureOptions, text: str, rtol: float,
-                   compile_options: dict[str, Any], isolation: str,
-                   fresh_compiler_per_job: bool, timer: str = HOST
-                   ) -> tuple[SessionSpec, PipelineOptions]:
-    """Worker specs of one tile kernel: ``opts.timing``'s engine as for layout, deduplicated on
-    generated code (an option that changes neither the HLO nor the code is a no-op), the
-    optimized HLO returned with each result, and a config's own process spread used where it
-    is the larger (``SessionSpec.item_spread``)."""
-    layout, pipeline = layout_session(opts, text, rtol, compile_options, isolation, timer)
-    spec = replace(layout, dedupe_on_code=True, return_optimized=True,
-                   fresh_compiler_per_job=fresh_compiler_per_job, item_spread=True)
-    return spec, pipeline

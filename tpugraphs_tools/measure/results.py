@@ -7,14 +7,12 @@ are ``StrEnum`` so a member is written, compared and JSON-encoded as its value.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from tpugraphs_tools.measure.timing import Timing
+import statistics
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tpugraphs_tools.measure.messages import Compiled
-    from tpugraphs_tools.measure.realized import Realized
+    from tpugraphs_tools.compiler import Realized
 
 
 class Status(enum.StrEnum):
@@ -42,19 +40,50 @@ class StopReason(enum.StrEnum):
     MAX_ROUNDS = "max_rounds"
     MAX_SECONDS = "max_seconds"
     BATCH_DONE = "batch_done"
+    # Written by earlier versions when a paired batch without adaptive rounds ran to its
+    # round cap: read as max_rounds (never written now; old rows still validate).
     FIXED_ROUNDS = "fixed_rounds"
     REFERENCE = "reference"          # the default row: its label is the in-window default
     PLACEMENT_FLOOR = "placement_floor"
-    BUDGET = "budget"                # the graph's --budget-seconds ran out (measure/racing.py)
+    BUDGET = "budget"                # the graph's --budget-seconds ran out (stats/racing.py)
 
 
 class Timer(enum.StrEnum):
-    """configs.parquet ``timer``: how a label's samples were timed (measure/device_timer.py)."""
+    """configs.parquet ``timer``: how a label's samples were timed
+    (measure/engines/device_timer.py)."""
 
     HOST = "host"          # the host clock around k runs (launch and wait included)
     CUPTI = "cupti"        # CUPTI kernel records: device kernel time
     PROFILER = "profiler"  # kernel events of a jax.profiler trace: device kernel time
-    MIXED = "mixed"        # the label's measurement processes disagreed (replicas.py)
+    MIXED = "mixed"        # the label's measurement processes disagreed (stats/replicas.py)
+
+
+# ``--timer`` choices: auto (a device timer for tile kernels on a GPU, host elsewhere: the
+# platform decides, device_env.timer_for), device (the first device timer that works), or one
+# timer by name. Here, below both the platform rules and the engines that open the timers.
+HOST, CUPTI, PROFILER = Timer.HOST.value, Timer.CUPTI.value, Timer.PROFILER.value
+TIMERS = (HOST, CUPTI, PROFILER)
+AUTO, DEVICE = "auto", "device"
+TIMER_CHOICES = (AUTO, DEVICE, *TIMERS)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Summary of one program's timed runs (or samples): minimum, median, spread, count."""
+
+    min_ns: int
+    median_ns: int
+    cv: float
+    repeats: int
+
+    @classmethod
+    def of(cls, samples: list[int]) -> Timing:
+        mean = statistics.fmean(samples)
+        cv = statistics.pstdev(samples) / mean if mean > 0 and len(samples) > 1 else 0.0
+        return cls(min(samples), int(statistics.median(samples)), cv, len(samples))
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
 
 
 OK, NOOP, DUPLICATE = Status.OK, Status.NOOP, Status.DUPLICATE
@@ -77,11 +106,11 @@ class ConfigResult:
 
     index: int | None
     # Always a Status after construction (a plain value is converted, an unknown one is an
-    # error); ``str`` is accepted for callers that pass one through (pipeline.py).
+    # error); ``str`` is accepted for callers that pass one through (the timing side).
     status: Status | str
     error: str | None = None
     compile_seconds: float | None = None
-    # Read back from the optimized HLO (measure/realized.py); None when it did not compile.
+    # Read back from the optimized HLO (compiler/realized.py); None when it did not compile.
     realized: Realized | None = None
     key: str | None = None
     optimized_text: str | None = None
@@ -100,8 +129,8 @@ class ConfigResult:
     timed_seconds: float | None = None
     measure_seconds: float | None = None  # the measurement worker's busy time, shared
     paused_seconds: float = 0.0           # compile workers stopped for this batch
-    # Paired engine, for combining one batch timed in several processes (replicas.py): the
-    # label on the log scale, its se (rounds and copy placement) and df, the raw samples.
+    # Paired engine, for combining one batch timed in several processes (stats/replicas.py):
+    # the label on the log scale, its se (rounds and copy placement) and df, the raw samples.
     log_center: float | None = None
     log_se: float | None = None
     df: int | None = None
@@ -109,16 +138,9 @@ class ConfigResult:
     default_samples_ns: list[int] | None = None
     processes: int = 1                    # measurement processes the label averages
     process_sd: float | None = None       # between-process SD (log scale) in its CI
-    timer: str | None = None              # how its samples were timed (device_timer.TIMERS)
+    timer: str | None = None              # how its samples were timed (TIMERS)
     kernels_per_run: int | None = None    # device timers: kernels a run launched (checked)
     timer_fallback: str | None = None     # why host time where a device timer was asked
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", Status(self.status))  # frozen: set once, here
-
-    @classmethod
-    def of(cls, item: Compiled, status: Status, **fields: Any) -> ConfigResult:
-        """A result carrying what the compile worker found out about ``item``."""
-        return cls(index=item.index, status=status, compile_seconds=item.compile_seconds,
-                   realized=item.realized, key=item.key, optimized_text=item.optimized_text,
-                   repeat_of=item.repeat_of, **fields)

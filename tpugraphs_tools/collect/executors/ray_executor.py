@@ -55,7 +55,14 @@ from tpugraphs_tools.errors import CollectError
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError
 from tpugraphs_tools.format import Kind
 from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.measure import OK, MeasureOptions, WorkerError, log_workers_to
+from tpugraphs_tools.measure import (
+    OK,
+    MeasureOptions,
+    Traits,
+    WorkerError,
+    log_workers_to,
+    traits_of,
+)
 from tpugraphs_tools.parallel import ray_session
 from tpugraphs_tools.store import Dataset, dataset_writer
 
@@ -83,6 +90,7 @@ class _Graph:
     rows: dict[int, ConfigRow]  # config index -> row (committed, journaled, returned)
     configs: list[LayoutConfig]
     space: LayoutSpace
+    traits: Traits   # its engine's (every chunk is measured with the graph's options)
     open: int = 0
 
 
@@ -186,7 +194,8 @@ def _collect(ray: Any, remote: Any, request: CollectRequest, chunk_size: int,
         space = layout_space(collected.source.module)
         configs = generate_configs(space, layout.configs, layout.strategy, layout.seed)
         missing = [i for i in range(len(configs)) if i not in done]
-        graph = graphs[collected.graph_id] = _Graph(collected, journal, done, configs, space)
+        graph = graphs[collected.graph_id] = _Graph(collected, journal, done, configs, space,
+                                                    traits_of(layout.engine))
         for start in range(0, len(missing), chunk_size):
             submit(_Chunk(collected.graph_id, collected.source.text, layout,
                           missing[start:start + chunk_size]))
@@ -236,5 +245,6 @@ def _collect_tiles_here(dataset: Dataset, item: CollectItem, backend: str | None
 
 def _commit(dataset: Dataset, state: _Graph, summary: CollectSummary) -> None:
     rows = [state.rows[i] for i in sorted(state.rows)]  # configs, then controls
-    commit_graph(dataset, state.collected, layout_result(rows, state.configs, state.space),
+    commit_graph(dataset, state.collected,
+                 layout_result(rows, state.configs, state.space, state.traits),
                  state.journal, summary)

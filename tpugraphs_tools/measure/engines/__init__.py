@@ -11,10 +11,12 @@ from tpugraphs_tools.measure.engines.base import (
 )
 from tpugraphs_tools.measure.engines.fixed import FixedEngine
 from tpugraphs_tools.measure.engines.paired import PairedEngine
-from tpugraphs_tools.measure.paired import OnRound
+from tpugraphs_tools.measure.stats.rounds import OnRound
 
 ENGINE_CLASSES: dict[str, type[FixedEngine] | type[PairedEngine]] = {
     "paired": PairedEngine, "fixed": FixedEngine}
+# ``--engine`` choices, in the registry's order (the default first)
+ENGINES = tuple(ENGINE_CLASSES)
 
 
 def make_engine(default: DefaultProgram, on_round: OnRound | None = None) -> Engine:
@@ -27,5 +29,5 @@ def traits_of(engine: str) -> Traits:
     return ENGINE_CLASSES[engine].traits
 
 
-__all__ = ["ENGINE_CLASSES", "DefaultProgram", "Engine", "FixedEngine", "LoadedBatch",
+__all__ = ["ENGINES", "ENGINE_CLASSES", "DefaultProgram", "Engine", "FixedEngine", "LoadedBatch",
            "PairedEngine", "TimedItem", "Traits", "make_engine", "traits_of"]

@@ -1,6 +1,6 @@
 """The contract between the measurement worker and a timing engine.
 
-The worker loop (``measure/workers.py``) owns what every engine shares: the default config
+The worker loop (``workers/measure_worker.py``) owns what every engine shares: the default config
 compiled and checked once, each batch's numerics check, the compile workers stopped during the
 timed section, the ``repeat`` status. An :class:`Engine` owns how a checked batch is loaded,
 warmed up and timed, and which labels it gets: ``engines/paired.py`` (ratio CIs, adaptive rounds,
@@ -27,9 +27,9 @@ class DefaultProgram:
     spec: SessionSpec
     executable: Any             # loaded; its outputs are the numerics reference
     inputs: list[Any]           # the argument set the numerics check runs on
-    signature: Any              # measure/compile.py entry_signature of the module
+    signature: Any              # compiler/compile.py entry_signature of the module
     device: Any
-    run: Callable[[Any, list[Any]], list[Any]]   # measure/compile.py ``run``
+    run: Callable[[Any, list[Any]], list[Any]]   # compiler/compile.py ``run``
 
     def run_once(self) -> list[Any]:
         return self.run(self.executable, self.inputs)
@@ -55,17 +55,23 @@ class LoadedBatch:
 
 @dataclass(frozen=True)
 class Traits:
-    """What the parent process (measure/pipeline.py) must know about an engine."""
+    """What the parent process (measure/measurer.py) and the rows built from an engine's
+    results (collect/) must know about it: the one place an engine's facts are read."""
 
     # Configs of earlier batches timed again in each batch (their ``repeat`` rows measure
     # the variance between timing windows, collect/labels.py).
     repeats_per_batch: int
     # Every batch is timed in each of ``SessionSpec.processes`` measurement workers in turn
-    # and their labels are combined (measure/replicas.py); False: one worker.
+    # and their labels are combined (measure/stats/replicas.py); False: one worker.
     replicated: bool
     # Items stop on a timing budget (``StopRule.max_seconds_per_config``), which the batch's
     # hang limit must allow for; False: a fixed number of rounds.
     budgeted: bool
+    # Labels are ratios to in-window default samples with CIs: the default's row is the
+    # reference (ratio 1), the default's runtime is its median in the window, and an A/A
+    # control is timed per batch; False: the minimum of fixed rounds against the default's
+    # minimum timed alone, no CI.
+    ratio_labels: bool
 
 
 class Engine(Protocol):

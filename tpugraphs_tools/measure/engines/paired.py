@@ -1,5 +1,5 @@
 """The paired engine: samples of k runs next to default samples, ratio CIs, adaptive rounds
-and an A/A control per batch (the statistics are in ``measure/paired.py``).
+and an A/A control per batch (the statistics are in ``measure/stats/rounds.py``).
 
 No solo timing of the default: the sample size k is calibrated in the first batch's quiet
 window. The default's timed copies and the A/A control are loaded per batch, interleaved with
@@ -16,13 +16,7 @@ import sys
 from typing import Any, ClassVar
 
 from tpugraphs_tools import _xla_compat as X
-from tpugraphs_tools.measure import compile as C
-from tpugraphs_tools.measure.device_timer import (
-    DeviceTimerError,
-    HostTimer,
-    SampleTimer,
-    choose_timer,
-)
+from tpugraphs_tools.compiler import input_bytes, make_inputs
 from tpugraphs_tools.measure.engines.base import (
     DefaultProgram,
     LoadedBatch,
@@ -31,12 +25,18 @@ from tpugraphs_tools.measure.engines.base import (
     Traits,
     bind_copies,
 )
-from tpugraphs_tools.measure.kernel_count import KernelCountCheck
+from tpugraphs_tools.measure.engines.device_timer import (
+    DeviceTimerError,
+    HostTimer,
+    SampleTimer,
+    choose_timer,
+)
+from tpugraphs_tools.measure.engines.kernel_count import KernelCountCheck
+from tpugraphs_tools.measure.engines.sampling import calibrate
 from tpugraphs_tools.measure.messages import Batch, DefaultInfo, SessionSpec
-from tpugraphs_tools.measure.paired import OnRound, Placement, time_paired
-from tpugraphs_tools.measure.results import CONTROL, ConfigResult
-from tpugraphs_tools.measure.sampling import calibrate
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import CONTROL, ConfigResult, Timing
+from tpugraphs_tools.measure.stats.robust import Placement
+from tpugraphs_tools.measure.stats.rounds import OnRound, time_paired
 
 # Configs of earlier batches re-timed per batch: enough for a between-window SD per graph,
 # few enough to cost a small share of a 16-config batch.
@@ -51,7 +51,7 @@ class PairedEngine:
     "paired"``. Kept across batches: the argument sets, k, the pooled copy placement."""
 
     traits: ClassVar[Traits] = Traits(repeats_per_batch=REPEATS_PER_BATCH, replicated=True,
-                                      budgeted=True)
+                                      budgeted=True, ratio_labels=True)
 
     def __init__(self, default: DefaultProgram, on_round: OnRound | None = None) -> None:
         self.default = default
@@ -77,11 +77,12 @@ class PairedEngine:
         # (mlp_mixer's control read below 1 in 7 of 7 runs with a fixed order).
         seed = random.SystemRandom().randrange(ORDER_SEED_RANGE)
         bases = load_copies(self.blob, [item.blob for item in items],
-                            [item.executables for item in items], self.spec.stop.copies,
+                            [item.executables for item in items],
+                            self.spec.stop.loaded_copies,
                             self.default.device, seed=seed)
-        want = input_sets_that_fit(len(bases), C.input_bytes(self.default.signature))
-        self.input_sets += [C.make_inputs(self.default.signature, self.spec.seed,
-                                          self.spec.backend)
+        want = input_sets_that_fit(len(bases), input_bytes(self.default.signature))
+        self.input_sets += [make_inputs(self.default.signature, self.spec.seed,
+                                        self.spec.backend)
                             for _ in range(want - len(self.input_sets))]
         copies = [bind_copies(item.executables, self.input_sets, self.default.run)
                   for item in items]
@@ -138,12 +139,12 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
                   on_round: OnRound | None = None
                   ) -> list[ConfigResult]:
     """Time ``runs`` against ``reference`` in paired rounds: ``results`` (one per run) with
-    their labels; each run is a list of loaded copies of one program (``spec.stop.copies``).
+    their labels; each run is a list of loaded copies of one program (``spec.stop.loaded_copies``).
     ``waiting`` (the A/A control, a repeated config) are timed as long as the batch runs and
     never stop it. ``budget_seconds``: this batch's share of the graph's budget (None: none);
     ``process_var``: the between-process variance the earlier processes measured;
     ``timer``: how a sample is read (None: the host clock), recorded on every label with
-    the program's kernels per run (device timers: measure/kernel_count.py);
+    the program's kernels per run (device timers: measure/engines/kernel_count.py);
     ``timer_fallback``: why the host clock times labels a device timer was asked for;
     ``on_round``: told the rounds done and configs still timed (paired.time_paired)."""
     timer = timer or HostTimer()
@@ -154,7 +155,8 @@ def paired_labels(reference: list[Run], runs: list[list[Run]], spec: SessionSpec
         return counts.sample(i, copies[copy % len(copies)], k, spec.prime_runs)
 
     # Fewer copies than asked when loading ran out of memory (load_copies).
-    rule = dataclasses.replace(spec.stop, copies=min(len(c) for c in [reference, *runs]),
+    rule = dataclasses.replace(spec.stop,
+                               loaded_copies=min(len(c) for c in [reference, *runs]),
                                budget_seconds=budget_seconds, process_var=process_var)
     batch = time_paired(sample, len(runs), rule, [(a, b) for a, b in context],
                         control=waiting, adaptive=spec.adaptive, placement=placement,

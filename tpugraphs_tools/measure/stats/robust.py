@@ -1,7 +1,7 @@
 """Robust statistics of one item's log-ratios: the trimmed mean with Yuen's standard error,
 and the spread between the loaded copies of a program (placement).
 
-Apart from ``measure/paired.py`` (the rounds and the stopping rule) because the replicas,
+Apart from ``measure/stats/rounds.py`` (the rounds and the stopping rule) because the replicas,
 the benches and the tests read these alone.
 """
 
@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpugraphs_tools.measure.stats.stopping import MIN_ROUNDS_PER_COPY
+
 TRIM = 0.2
-# A copy's mean log-ratio is trusted from this many rounds on: below it the spread between
-# copies makes a wild estimate (copy_spread), so the placement floor waits for every copy to
-# have been timed this often.
-MIN_ROUNDS_PER_COPY = 5
 
 
 def trimmed_stats(values: Sequence[float], trim: float = TRIM) -> tuple[float, float, int]:

@@ -2,7 +2,7 @@
 
 Instruction names do not survive the HLO → MLIR → HLO compile route (``conv.2.tgt_out``
 becomes ``conv_2_tgt_out.1``, and the optimized module reuses original names for unrelated
-instructions), so constrained tensors are found by the ``op_name`` tags measure/apply.py puts
+instructions), so constrained tensors are found by the ``op_name`` tags compiler/apply.py puts
 on each constraint and on the value it constrains; the copies layout assignment inserts inherit
 the op_name of the value they copy. For each constrained slot the evidence is:
 
@@ -30,11 +30,11 @@ import re
 from collections import defaultdict
 from typing import Any, NotRequired, TypedDict
 
+from tpugraphs_tools.compiler.apply import ConstraintSlot
+from tpugraphs_tools.compiler.value_holders import Fusions, slot_layout
 from tpugraphs_tools.configs import SLOTS as SLOT_NAMES
 from tpugraphs_tools.configs import physical_order
 from tpugraphs_tools.hlo import Computation, Instruction, Module, Shape, fingerprint
-from tpugraphs_tools.measure.apply import ConstraintSlot
-from tpugraphs_tools.measure.value_holders import Fusions, slot_layout
 
 COPY_OPCODES = frozenset({"copy", "transpose"})
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')

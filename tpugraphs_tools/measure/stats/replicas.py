@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from tpugraphs_tools.measure.results import CONTROL, OK, REPEAT, ConfigResult, Timer
-from tpugraphs_tools.measure.timing import Timing
+from tpugraphs_tools.measure.results import CONTROL, OK, REPEAT, ConfigResult, Timer, Timing
 
 TIMED = (OK, CONTROL, REPEAT)
 

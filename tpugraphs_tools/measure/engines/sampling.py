@@ -1,6 +1,6 @@
 """Taking one timed sample: how many runs it holds, and timing them.
 
-Kept apart from the statistics of paired rounds (``measure/paired.py``): these are the only
+Kept apart from the statistics of paired rounds (``measure/stats/rounds.py``): these are the only
 functions that touch the clock, and every engine that times samples of k runs uses them.
 """
 

@@ -12,9 +12,9 @@ configs still overlapping get the rounds sooner (and, under a budget, the second
 
 Two things keep such an early stop honest:
 
-- No race before :func:`race_start`: every loaded copy timed ``MIN_ROUNDS_PER_COPY`` times.
-  Before that the copies' placement spread is not measured, the CI leaves it out and is too
-  narrow.
+- No race before ``stopping.race_start``: every loaded copy timed ``MIN_ROUNDS_PER_COPY``
+  times. Before that the copies' placement spread is not measured, the CI leaves it out and is
+  too narrow.
 - A stricter CI for the early stop. Asking after every round gives noise many chances to part
   two equal configs, and a fixed level per look (the ×1.5 looks' 99.5%) lets the error add
   up with every look. Racing's CI is a *confidence sequence* instead: it is
@@ -41,16 +41,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tpugraphs_tools.measure.paired import Ratio
-
-
-def race_start(min_rounds: int, copies: int, per_copy: int) -> int:
-    """The first round racing may stop a config at: every copy timed ``per_copy`` times (round r
-    times copy r mod ``copies``), and never before ``min_rounds``."""
-    return max(min_rounds, per_copy * max(1, copies))
+from tpugraphs_tools.measure.stats.stopping import Ratio
 
 
 def race_z(alpha: float, rounds: int, start: int) -> float:

@@ -24,8 +24,8 @@ import signal
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from tpugraphs_tools.measure.device_env import share_device_memory
-from tpugraphs_tools.measure.worker_logs import (
+from tpugraphs_tools.measure.device_env import ISOLATIONS, share_device_memory
+from tpugraphs_tools.measure.workers.logs import (
     first_reason,
     new_log,
     read_log,
@@ -34,8 +34,10 @@ from tpugraphs_tools.measure.worker_logs import (
 )
 
 _PR_SET_PDEATHSIG = 1
-# Imported by the forkserver before it forks any worker.
-PRELOAD = ["jax", "tpugraphs_tools.measure.workers", "tpugraphs_tools.measure.worker_logs"]
+# Imported by the forkserver before it forks any worker: jax and the two worker mains (with
+# what they import: the compiler, the engines, the logs).
+PRELOAD = ["jax", "tpugraphs_tools.measure.workers.measure_worker",
+           "tpugraphs_tools.measure.workers.compile_worker"]
 START_ENV = "TGT_WORKER_START"
 _server_env: dict[str, str] | None = None   # os.environ when the forkserver was started
 
@@ -110,9 +112,6 @@ def available_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
-ISOLATIONS = ("auto", "pin", "pause", "none")
-
-
 def resolve_isolation(isolation: str) -> str:
     """``auto``: pin when a spare core pair exists (≥ 4 CPUs), else pause compilation."""
     if isolation not in ISOLATIONS:
@@ -151,7 +150,7 @@ class WorkerProcess:
         share_device_memory()  # inherited by the child: several jax processes share one GPU
         ctx = worker_context()
         self.conn, child = ctx.Pipe()
-        self.log = new_log()   # its stdout/stderr (worker_logs.py); None: the parent's
+        self.log = new_log()   # its stdout/stderr (workers/logs.py); None: the parent's
         self._mark = 0
         self.proc = ctx.Process(target=run_logged, daemon=True, args=(
             target, None if self.log is None else str(self.log), child, *args))

@@ -1,7 +1,7 @@
 """Every constrained slot of the recorded GPU layout collection, located in gpt small's optimized
 XLA:GPU module (H200, jax 0.11.2; docs/benchmarks/history/2026-12-04-gpu-h200-first-run.md).
 
-Fixtures in tests/measure/data, gzipped as recorded: ``gpu_gpt_small_unoptimized.hlo.gz`` is the
+Fixtures in tests/compiler/data, gzipped as recorded: ``gpu_gpt_small_unoptimized.hlo.gz`` is the
 dataset's graphs/gpt.814772b10a1e.hlo.pb printed by ``hlo.proto_to_text`` (the module tgt
 constrained), ``gpu_gpt_small_optimized.hlo.gz`` the probe's optimized module of the same program
 (probes/extracted_kernels/gpt_small_bf16_optimized.hlo), ``gpu_gpt_small_layout_configs.json``
@@ -43,10 +43,10 @@ from pathlib import Path
 
 import pytest
 
+from tpugraphs_tools.compiler.apply import ConstraintSlot, constraint_slots
+from tpugraphs_tools.compiler.realized import check_slots
 from tpugraphs_tools.configs import SLOTS, LayoutConfig, layout_space
 from tpugraphs_tools.hlo import Computation, Instruction, Module, parse_hlo_text
-from tpugraphs_tools.measure.apply import ConstraintSlot, constraint_slots
-from tpugraphs_tools.measure.realized import check_slots
 
 DATA = Path(__file__).parent / "data"
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')

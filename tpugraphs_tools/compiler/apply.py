@@ -11,7 +11,7 @@ docs/layout-collection.md).
 The compile route (HLO → MLIR → HLO) renames instructions but keeps ``metadata.op_name``, and
 the copies layout assignment inserts inherit the op_name of the value they copy. So every
 constraint is tagged ``tgt.constraint:<its name>``, and the constrained node and the operands
-constraints read ``tgt.source:<their name>``: measure/realized.py finds the constrained tensors
+constraints read ``tgt.source:<their name>``: compiler/realized.py finds the constrained tensors
 in the optimized module by these tags (:func:`constraint_slots` lists what to look for).
 """
 
@@ -36,7 +36,7 @@ _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 
 
 class ConstraintSlot(TypedDict):
-    """One constrained slot as measure/realized.py looks for it in the optimized module
+    """One constrained slot as compiler/realized.py looks for it in the optimized module
     (:func:`constraint_slots`; sent to the compile worker with its job)."""
 
     node: str               # the constrained instruction, as the config names it
@@ -122,7 +122,7 @@ def bitcast_sources(space: LayoutSpace, config: LayoutConfig) -> set[tuple[str, 
 
 def constraint_slots(module: Module, space: LayoutSpace,
                      config: LayoutConfig) -> list[ConstraintSlot]:
-    """What measure/realized.py must find for each constrained slot.
+    """What compiler/realized.py must find for each constrained slot.
 
     ``value`` names the constrained value (slots with equal ``value`` constrain the same
     value: an input slot reading a constrained output, or two slots reading one operand),

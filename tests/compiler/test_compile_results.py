@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tpugraphs_tools.compiler import compile as C
 from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.measure import compile as C
 
 _BODY = """
   p0 = f32[4]{0} parameter(0)

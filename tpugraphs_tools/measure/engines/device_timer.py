@@ -26,7 +26,7 @@ fails; ``--timer profiler`` still asks for it, and the device check's probe meas
 per sample (docs/gpu.md). A device timer that is missing, fails, or reports nothing plausible
 is never fatal: :func:`choose_timer` falls back to ``host`` and says why, and the paired engine
 re-times a batch on the host if a device timer fails in the middle of it (the kernel count
-check, ``measure/kernel_count.py``, is one way to fail).
+check, ``engines/kernel_count.py``, is one way to fail).
 """
 
 from __future__ import annotations
@@ -36,16 +36,10 @@ from collections.abc import Callable
 from typing import Protocol
 
 from tpugraphs_tools.errors import DeviceTimerError
-from tpugraphs_tools.measure.results import Timer
-from tpugraphs_tools.measure.sampling import timed_sample
+from tpugraphs_tools.measure.engines.sampling import timed_sample
+from tpugraphs_tools.measure.results import CUPTI, DEVICE, HOST, PROFILER, TIMERS
 
 Run = Callable[[], object]
-HOST, CUPTI, PROFILER = Timer.HOST.value, Timer.CUPTI.value, Timer.PROFILER.value
-TIMERS = (HOST, CUPTI, PROFILER)
-# --timer: auto (device timer for tile kernels on a GPU, host elsewhere), device (the first
-# device timer that works), or one timer by name.
-AUTO, DEVICE = "auto", "device"
-CHOICES = (AUTO, DEVICE, *TIMERS)
 DEVICE_ORDER = (CUPTI,)  # the profiler leaves the chain: module docstring
 # Kernel time cannot exceed the wall time around it; this much slack covers clock offsets.
 _SLACK_NS = 20_000

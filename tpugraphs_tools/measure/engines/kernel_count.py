@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from tpugraphs_tools.errors import DeviceTimerError
-from tpugraphs_tools.measure.device_timer import Run, SampleTimer
+from tpugraphs_tools.measure.engines.device_timer import Run, SampleTimer
 
 RETRIES = 2  # samples taken again before a count that stays off fails the timer
 

@@ -12,7 +12,7 @@ fair test of every CI (an order that samples the default between every two confi
 nor is sampling it √n times a round: tests/measure/test_paired.py). Rounds are added until
 every config's CI is tight (``target_precision``; ``rank_precision`` while its CI still
 overlaps a rank neighbour's) or already separates it from the default and its rank
-neighbours, or a cap is hit; the reason is recorded.
+neighbours, or a cap is hit (the rule: ``stopping.py``); the reason is recorded.
 """
 
 from __future__ import annotations
@@ -25,117 +25,23 @@ from dataclasses import dataclass, field
 
 from scipy import stats
 
-from tpugraphs_tools.measure.racing import (
+from tpugraphs_tools.measure.results import StopReason
+from tpugraphs_tools.measure.stats.racing import (
     neighbours_clear,
     race_confidence,
-    race_start,
     rounds_to_width,
     seconds_needed,
 )
-from tpugraphs_tools.measure.results import StopReason
-from tpugraphs_tools.measure.robust_stats import (
-    MIN_ROUNDS_PER_COPY,
-    Placement,
-    copy_spread,
-    trimmed_stats,
-)
+from tpugraphs_tools.measure.stats.robust import Placement, copy_spread, trimmed_stats
+from tpugraphs_tools.measure.stats.stopping import MIN_ROUNDS_PER_COPY, Ratio, StopRule
 
 # Why a config stopped being timed (configs.parquet ``stop_reason``; one enum, results.py).
 PRECISION, SEPARATED, MAX_ROUNDS, MAX_SECONDS, BATCH_DONE, PLACEMENT_FLOOR = (
     StopReason.PRECISION, StopReason.SEPARATED, StopReason.MAX_ROUNDS, StopReason.MAX_SECONDS,
     StopReason.BATCH_DONE, StopReason.PLACEMENT_FLOOR)
-FIXED = StopReason.FIXED_ROUNDS
 BUDGET = StopReason.BUDGET
 # (rounds done, configs still timed): a batch's progress for a watcher (round_board.py)
 OnRound = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class StopRule:
-    """When a batch stops adding rounds (``tgt collect --target-precision`` and caps)."""
-
-    # CI half-width relative to the ratio. At 1% resnet18 tiny told 18% of its config pairs
-    # apart, at 0.7% 27% (docs/benchmarks/history/2026-12-02-label-reproducibility.md).
-    target_precision: float = 0.007
-    min_rounds: int = 8                # no CI is trusted before this many rounds
-    max_rounds: int = 6000
-    max_seconds_per_config: float = 10.0
-    confidence: float = 0.95
-    # Stopping is looked at only every ×1.5 rounds, and separation needs this stricter CI:
-    # checking a 95% CI every round would claim ~1 in 4 equal configs "different" somewhere
-    # over 60 rounds (Bonferroni over the ~5 looks; measured ~3% on synthetic A/A batches).
-    separation_confidence: float = 0.995
-    look_growth: float = 1.5
-    # The precision target and the floors are checked more often (every ×1.1 rounds): they
-    # stop on the CI's width, not on where it lies, so looking often claims nothing more.
-    # At ×1.5 a config that met the target just after a look ran on a further 25% of its
-    # rounds on average.
-    check_growth: float = 1.1
-    # Identical programs loaded twice run at persistently different speeds (code and buffer
-    # placement: up to ±1.3% between 4-copy means of resnet18), so the default and every
-    # config are loaded ``copies`` times and round r times copy r mod ``copies`` of each; the
-    # spread between copies enters every CI, and rounds stop once it dominates
-    # ("placement_floor").
-    copies: int = 8
-    floor_share: float = 0.25
-    # A config whose 95% CI meets the target but still overlaps the CI of a config ranked next
-    # to it (or 1.0, the default) keeps going to this half-width: time goes where ranks are
-    # uncertain. None: the target alone.
-    rank_precision: float | None = None
-    # Opt-in (measure/racing.py; only the budget is benchmarked, on resnet18 tiny).
-    # ``race``: separation is asked after
-    # every round from ``race_start`` on, on a confidence sequence (valid over all looks),
-    # instead of at the looks. ``budget_seconds``: timed seconds this batch may spend (the
-    # parent's share of the graph's budget); None: no budget.
-    race: bool = False
-    budget_seconds: float | None = None
-    # The between-process variance of a label measured by the processes that timed this batch
-    # before (Batch.process_var); None: unknown. A config whose own variance here is within
-    # ``floor_share`` of it stops (``placement_floor``): a label averages P processes, so
-    # rounds in one process shrink only the first part of Σse²/P² + var/P.
-    process_var: float | None = None
-
-    @property
-    def race_start(self) -> int:
-        return race_start(self.min_rounds, self.copies, MIN_ROUNDS_PER_COPY)
-
-    def is_look(self, rounds: int) -> bool:
-        """Separation is asked at these rounds (×``look_growth`` apart)."""
-        return _on_schedule(rounds, self.min_rounds, self.look_growth)
-
-    def is_check(self, rounds: int) -> bool:
-        """The precision target and the floors are asked at these rounds (×``check_growth``
-        apart, and at the looks)."""
-        return (_on_schedule(rounds, self.min_rounds, self.check_growth)
-                or self.is_look(rounds))
-
-
-def _on_schedule(rounds: int, start: int, growth: float) -> bool:
-    look = start
-    while look < rounds:
-        look = max(look + 1, math.ceil(look * growth))
-    return look == rounds
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """A config's runtime relative to the default, with its confidence interval."""
-
-    ratio: float
-    low: float
-    high: float
-    rounds: int
-
-    @property
-    def half_width(self) -> float:
-        """Half the CI width relative to the ratio (0.01 = ±1%)."""
-        return (self.high - self.low) / 2 / self.ratio if self.ratio > 0 else math.inf
-
-    def excludes(self, value: float) -> bool:
-        return value < self.low or value > self.high
-
-    def disjoint(self, other: tuple[float, float]) -> bool:
-        return self.high < other[0] or self.low > other[1]
 
 
 @dataclass
@@ -189,7 +95,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
 
     ``sample(i, copy)`` times one sample of loaded copy ``copy`` of the default (``i = -1``) or
     of config ``i`` and returns (ns per run, seconds the sample took); every program has
-    ``rule.copies`` copies and round r uses copy r mod ``rule.copies`` of each. A round samples
+    ``rule.loaded_copies`` copies and round r uses copy r mod that of each. A round samples
     the default and every active config once, in a random order from ``seed`` (the measurement
     worker draws a fresh one per batch, so reruns are independent replicates of the order; None
     derives it from the batch's size, for reproducible tests). ``context`` holds the CIs of this
@@ -206,7 +112,7 @@ def time_paired(sample: Callable[[int, int], tuple[float, float]], count: int,
                         log_ratios=[[] for _ in range(count)],
                         copy_of=[[] for _ in range(count)], seconds=[0.0] * count,
                         stop_reason=[None] * count)
-    copies = max(1, rule.copies)
+    copies = max(1, rule.loaded_copies)
     shuffle = random.Random(count * 1009 + len(context) if seed is None else seed)
     controls = set(control)
     active = list(range(count))
@@ -285,14 +191,14 @@ def _still_active(batch: PairedBatch, active: list[int], rule: StopRule,
         if i in waiting:
             pass
         elif not adaptive:  # the caps only: no early stop
-            reason = FIXED if batch.rounds >= rule.max_rounds else \
+            reason = MAX_ROUNDS if batch.rounds >= rule.max_rounds else \
                 MAX_SECONDS if batch.seconds[i] >= rule.max_seconds_per_config else None
         elif check and _precise_enough(i, usual, finer, rule.target_precision, context,
                                        controls):
             reason = PRECISION
         elif strict and i not in controls and neighbours_clear(i, strict, context, controls):
             reason = SEPARATED
-        elif (check and batch.rounds >= MIN_ROUNDS_PER_COPY * rule.copies
+        elif (check and batch.rounds >= MIN_ROUNDS_PER_COPY * rule.loaded_copies
               and _floor_reached(batch, i, rule)):
             reason = PLACEMENT_FLOOR
         elif batch.rounds >= rule.max_rounds:
@@ -315,7 +221,7 @@ def _over_budget(batch: PairedBatch, active: list[int], rule: StopRule, usual: l
                  controls: set[int]) -> list[int]:
     """Configs the budget stops now: all once the seconds are spent; before that the settled
     ones (95% CI apart from 1.0 and the neighbours) as soon as the seconds left would not pay
-    for the rounds the overlapping ones still need (measure/racing.py)."""
+    for the rounds the overlapping ones still need (measure/stats/racing.py)."""
     assert rule.budget_seconds is not None
     left = rule.budget_seconds - sum(batch.seconds)
     timed = [i for i in active if i not in waiting]

@@ -1,11 +1,11 @@
 """Constrained tensors located in a recorded XLA:GPU module (gpt small, bf16, jax 0.11.2 on an
-H200; tests/measure/data/gpu_gpt_layer0_attention.hlo is layer 0 of it, trimmed).
+H200; tests/compiler/data/gpu_gpt_layer0_attention.hlo is layer 0 of it, trimmed).
 
 XLA:GPU keeps almost every value inside fusions: the tensor a layout slot constrains exists in
 memory only as a fusion's operand or output, often transposed (the attention GEMM writes its
 [heads, q, d] result as [q, heads, d]) or with size-1 dims dropped. The recorded module was
 compiled without constraints, so tgt's op_name tags are put here on the instructions that
-compute the constrained values, as measure/apply.py's tags would be after compiling; what is
+compute the constrained values, as compiler/apply.py's tags would be after compiling; what is
 tested is that ``check_slots`` finds those values through the fusions' parameters, roots, tuple
 outputs, transposes and bitcasts, and reads their memory order right. (The first GPU run
 located 1 of 27 constrained slots of gpt small with the old lookup.)
@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tpugraphs_tools.compiler.realized import check_slots
 from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.measure.realized import check_slots
 
 RECORDED = (Path(__file__).parent / "data" / "gpu_gpt_layer0_attention.hlo").read_text()
 

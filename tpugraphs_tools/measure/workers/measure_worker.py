@@ -1,28 +1,23 @@
-"""Child-process bodies of the pipelined engine: a compile worker and a measurement worker.
+"""The measurement worker: hold the default config, check and time batches with an engine.
 
-Both exit quietly when the parent goes away (pipe closed or PR_SET_PDEATHSIG), never leaving a
-collection's CPU time to orphans.
-
-Test-only fault injection: the environment variable ``TGT_TEST_FAULTS`` (JSON, config index →
-``crash`` | ``hang`` | ``raise`` | ``crash_run`` | ``native_exit`` | ``native_raise``: native
-output on fd 2, then exit 1 or raise) is read here, by the worker entry points only,
-and stands in for real compiler crashes and hangs. No product type carries a fault.
+It exits quietly when the parent goes away (pipe closed or PR_SET_PDEATHSIG), never leaving a
+collection's CPU time to an orphan.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import signal
-import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from tpugraphs_tools import _xla_compat as X
+from tpugraphs_tools.compiler import compile_and_read, entry_signature, make_inputs, run
+from tpugraphs_tools.hlo import parse_hlo_text
 from tpugraphs_tools.measure.engines import (
     DefaultProgram,
     Engine,
@@ -30,134 +25,23 @@ from tpugraphs_tools.measure.engines import (
     TimedItem,
     make_engine,
 )
-from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Go, Job, SessionSpec
-from tpugraphs_tools.measure.processes import (
-    available_cpus,
-    die_with_parent,
-    pin,
-    pinned,
-    signal_all,
-)
+from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Go, SessionSpec
 from tpugraphs_tools.measure.results import (
-    COMPILE_ERROR,
     OK,
     REPEAT,
     RUNTIME_ERROR,
     WRONG_RESULT,
     ConfigResult,
 )
-from tpugraphs_tools.measure.round_board import RoundBoard
-from tpugraphs_tools.measure.worker_logs import first_reason
-
-if TYPE_CHECKING:
-    from tpugraphs_tools.measure.apply import ConstraintSlot
-    from tpugraphs_tools.measure.realized import Realized
-
-# An error's text in the log: compiler errors can dump whole modules; the head says why.
-ERROR_TEXT_LIMIT = 20000
-
-
-def _message(exc: BaseException) -> str:
-    """A config row's error: the first line that says why. The whole text goes to this
-    worker's stderr, which is the collection's log (measure/worker_logs.py)."""
-    text = f"{type(exc).__name__}: {exc}"
-    reason = first_reason(text) or type(exc).__name__
-    if reason != text.strip():
-        print(text if len(text) < ERROR_TEXT_LIMIT else text[:ERROR_TEXT_LIMIT] + "…",
-              file=sys.stderr, flush=True)
-    return reason
-
-
-FAULTS_ENV = "TGT_TEST_FAULTS"  # tests only (module docstring)
-
-
-def _test_faults() -> dict[int, str]:
-    """Config index -> injected fault, from ``TGT_TEST_FAULTS`` (tests only; empty otherwise)."""
-    raw = os.environ.get(FAULTS_ENV)
-    return {int(k): str(v) for k, v in json.loads(raw).items()} if raw else {}
-
-
-def _inject(fault: str | None) -> None:
-    """Test hooks standing in for real compiler crashes (SIGILL seen with oneDNN) and hangs."""
-    if fault == "crash":
-        os.kill(os.getpid(), signal.SIGSEGV)
-    if fault == "hang":
-        time.sleep(3600)
-    if fault == "raise":
-        raise RuntimeError("injected compile failure")
-    if fault in ("native_exit", "native_raise"):  # XLA's C++ logging: straight to fd 2
-        os.write(2, b"E1205 10:00:00.000000  4242 config_assigner.cc:536] Could not get "
-                    b"config for HLO: injected native failure\n"
-                    b"    All configs failed during profiling (injected detail line)\n")
-        if fault == "native_exit":
-            os._exit(1)
-        raise RuntimeError("INTERNAL: injected status line\ninjected second line")
-
-
-def compile_and_read(text: str, signature: Any, options: dict[str, Any] | None,
-                     spec: SessionSpec, slots: list[ConstraintSlot]
-                     ) -> tuple[Any, Realized, str, str]:
-    """Compile, read the optimized module back: (executable, realized, dedupe key, HLO text).
-
-    The key is (optimized fingerprint, options), or with ``spec.dedupe_on_code`` (optimized
-    fingerprint, generated machine code): then an option that changes nothing is a no-op.
-    """
-    from tpugraphs_tools.hlo import parse_hlo_text
-    from tpugraphs_tools.measure import compile as C
-    from tpugraphs_tools.measure.realized import code_key, options_key, realized_layouts
-
-    code = None
-    if spec.dedupe_on_code:
-        exe, code = C.compile_with_code_hash(text, signature, options, spec.backend)
-    else:
-        exe = C.compile_text(text, signature, options, spec.backend)
-    optimized_text = X.executable_hlo_text(exe)
-    realized = realized_layouts(parse_hlo_text(optimized_text, source="optimized"), slots)
-    if not spec.dedupe_on_code:
-        return exe, realized, options_key(realized["fingerprint"], options), optimized_text
-    key = code_key(realized["fingerprint"], code)
-    return exe, {**realized, "code_hash": code}, key, optimized_text
-
-
-def compile_main(conn: Any, spec: SessionSpec, cpus: set[int] | None) -> None:
-    """Compile jobs, read back the optimized HLO, serialize the executable."""
-    die_with_parent()
-    pin(cpus)
-    import jax
-
-    from tpugraphs_tools.hlo import parse_hlo_text
-    from tpugraphs_tools.measure.compile import entry_signature
-
-    signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
-    device = jax.devices(spec.backend)[0]
-    faults = _test_faults()
-    while True:
-        try:
-            job: Job | SessionSpec | None = conn.recv()
-        except (EOFError, OSError):
-            return
-        if job is None:
-            return
-        if isinstance(job, SessionSpec):  # the next graph of a collection (measure/reuse.py)
-            spec = job
-            signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
-            device = jax.devices(spec.backend)[0]
-            continue
-        options = spec.options if job.options is None else job.options
-        try:
-            start = time.perf_counter()
-            if faults.get(job.index) != "crash_run":
-                _inject(faults.get(job.index))
-            exe, realized, key, optimized_text = compile_and_read(job.text, signature, options,
-                                                                  spec, job.slots)
-            conn.send(("compiled", Compiled(
-                job.index, time.perf_counter() - start, realized, key,
-                X.serialize_executable(exe, device),
-                optimized_text if spec.return_optimized else None)))
-        except Exception as exc:
-            conn.send(("result", ConfigResult(job.index, COMPILE_ERROR, error=_message(exc))))
-        if spec.fresh_compiler_per_job:
-            return  # the parent starts a fresh worker for the next job
+from tpugraphs_tools.measure.workers.faults import error_message, injected_faults
+from tpugraphs_tools.measure.workers.processes import (
+    available_cpus,
+    die_with_parent,
+    pin,
+    pinned,
+    signal_all,
+)
+from tpugraphs_tools.measure.workers.round_board import RoundBoard
 
 
 @dataclass
@@ -189,17 +73,15 @@ def _start_default(spec: SessionSpec, board: RoundBoard | None = None
     (which writes its rounds on ``board``)."""
     import jax
 
-    from tpugraphs_tools.hlo import parse_hlo_text
-    from tpugraphs_tools.measure import compile as C
-
-    signature = C.entry_signature(parse_hlo_text(spec.base_text, source="default config"))
-    inputs = C.make_inputs(signature, spec.seed, spec.backend)
+    signature = entry_signature(parse_hlo_text(spec.base_text, source="default config"))
+    inputs = make_inputs(signature, spec.seed, spec.backend)
     start = time.perf_counter()
-    base, realized, key, optimized_text = compile_and_read(spec.base_text, signature,
-                                                           spec.options, spec, [])
+    base, realized, key, optimized_text = compile_and_read(
+        spec.base_text, signature, spec.options, backend=spec.backend,
+        dedupe_on_code=spec.dedupe_on_code, slots=[])
     compiled = DefaultInfo(time.perf_counter() - start, realized, key,
                            optimized_text=optimized_text if spec.return_optimized else None)
-    default = DefaultProgram(spec, base, inputs, signature, jax.devices(spec.backend)[0], C.run)
+    default = DefaultProgram(spec, base, inputs, signature, jax.devices(spec.backend)[0], run)
     check = _NumericsCheck.of(default)
     engine = make_engine(default, None if board is None else board.round)
     return engine, check, engine.ready(compiled)
@@ -214,12 +96,12 @@ def _check_item(item: Compiled, check: _NumericsCheck, crash_runs: set[int]
         exe = X.deserialize_executable(item.executable, check.default.device)
         error = check.max_error(exe)
     except Exception as exc:
-        return ConfigResult.of(item, RUNTIME_ERROR, error=_message(exc))
+        return item.result(RUNTIME_ERROR, error=error_message(exc))
     if not np.isfinite(error) or error > check.tolerance:
-        return ConfigResult.of(item, WRONG_RESULT, max_abs_error=error,
+        return item.result(WRONG_RESULT, max_abs_error=error,
                                error=(f"max abs error {error:.3g} vs default (tolerance "
                                       f"{check.tolerance:.3g})"))
-    return TimedItem(ConfigResult.of(item, OK, max_abs_error=error), [exe], item.executable)
+    return TimedItem(item.result(OK, max_abs_error=error), [exe], item.executable)
 
 
 @dataclass
@@ -298,7 +180,7 @@ def _start_and_report(conn: Any, spec: SessionSpec, board: RoundBoard | None = N
     try:
         engine, check, ready = _start_default(spec, board)
     except Exception as exc:
-        conn.send(("init_error", _message(exc)))
+        conn.send(("init_error", error_message(exc)))
         return None
     conn.send(("ready", ready))
     return engine, check
@@ -310,7 +192,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None,
     the engine ``spec.engine`` names (measure/engines/), its rounds written on ``board``."""
     die_with_parent()
     pin(cpus)
-    crash_runs = {i for i, fault in _test_faults().items() if fault == "crash_run"}
+    crash_runs = {i for i, fault in injected_faults().items() if fault == "crash_run"}
     started = _start_and_report(conn, spec, board)
     if started is None:
         return
@@ -324,7 +206,7 @@ def measure_main(conn: Any, spec: SessionSpec, cpus: set[int] | None,
         if message is None:
             return
         if isinstance(message, SessionSpec):
-            # The next graph of a collection (measure/reuse.py): a new default and engine in
+            # The next graph of a collection (measure/measurer.py): a new default and engine in
             # this warm process, no new jax start-up. The old engine's programs are dropped.
             del engine, check
             held = None

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from tpugraphs_tools.compiler.apply import ConstraintSlot
 from tpugraphs_tools.hlo import Computation, Instruction, Module, Shape
 from tpugraphs_tools.hlo import attributes as A
-from tpugraphs_tools.measure.apply import ConstraintSlot
 
 
 def slot_layout(shape: Shape | None, slot: ConstraintSlot) -> tuple[int, ...] | None:

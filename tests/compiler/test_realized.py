@@ -7,11 +7,11 @@ import re
 
 import pytest
 
+from tpugraphs_tools.compiler import apply_layout_config
+from tpugraphs_tools.compiler.apply import constraint_slots
+from tpugraphs_tools.compiler.realized import check_slots, honoured_json, op_name, realized_layouts
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.measure import apply_layout_config
-from tpugraphs_tools.measure.apply import constraint_slots
-from tpugraphs_tools.measure.realized import check_slots, honoured_json, op_name, realized_layouts
 
 HLO = """
 HloModule m
@@ -99,7 +99,7 @@ def test_check_compares_memory_orders_and_says_what_it_could_not_find():
 
 @pytest.fixture(scope="module")
 def compiled(convnet_source):
-    from tpugraphs_tools.measure.compile import compile_text, entry_signature
+    from tpugraphs_tools.compiler.compile import compile_text, entry_signature
 
     src = convnet_source
     space = layout_space(src.module)

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import pytest
 
+from tpugraphs_tools.compiler import apply_layout_config
 from tpugraphs_tools.configs import LayoutConfig, layout_space
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.hlo import parse_hlo_text
-from tpugraphs_tools.measure import apply_layout_config
 
 HLO = """
 HloModule m

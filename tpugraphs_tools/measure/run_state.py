@@ -1,6 +1,7 @@
-"""What the pipelined measurer is told (``PipelineOptions``), what its event loop tracks
-between steps (``RunState``) and which configs it times again (``RepeatPool``): kept apart so
-``pipeline.py`` holds only the loop and the workers."""
+"""What a measurer is told (``Session``: the spec and ``PipelineOptions``), what it keeps
+about the graph it measures (``GraphState``: the repeat pool, the between-process spread, the
+wave of processes timing a batch), and what one run of its event loop tracks between steps
+(``RunState``): records only, so the measurer and its two sides hold the logic."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from tpugraphs_tools.measure.messages import Batch, Compiled, Job
+from tpugraphs_tools.measure.messages import Batch, Compiled, DefaultInfo, Job, SessionSpec
 from tpugraphs_tools.measure.results import ConfigResult
+from tpugraphs_tools.measure.stats.replicas import ProcessSpread
 
 
 @dataclass
 class PipelineOptions:
-    """How the workers are driven (derived from MeasureOptions in measure/options.py)."""
+    """How the workers are driven (derived from MeasureOptions in measure/sessions.py)."""
 
     compile_workers: int = 1
     timing_batch: int = 16    # configs timed together against one default per round
@@ -26,6 +28,51 @@ class PipelineOptions:
     timing_lanes: int = 1
 
 
+@dataclass(frozen=True)
+class Session:
+    """What a measurer is told about one graph (or kernel): its workers' spec and how they
+    are driven (built by ``sessions.py``)."""
+
+    spec: SessionSpec
+    pipeline: PipelineOptions = field(default_factory=PipelineOptions)
+
+
+@dataclass
+class Wave:
+    """The timing side's hold on the measurement processes while a batch is out."""
+
+    phase: int = 0                                   # the process timing now (first of a wave)
+    holding: set[int] = field(default_factory=set)   # processes holding a loaded batch
+    timing: list[int] = field(default_factory=list)  # processes timing the batch now
+    results: dict[int, list[ConfigResult]] = field(default_factory=dict)  # of those done
+    paused_at: float | None = None   # when the parent stopped the compilers for a lane wave
+
+
+@dataclass
+class GraphState:
+    """Everything a measurer keeps about the graph it measures now: moving on to another
+    graph replaces it whole (:meth:`fresh`), so nothing of one graph leaks into the next."""
+
+    spec: SessionSpec
+    repeats: RepeatPool
+    spread: ProcessSpread = field(default_factory=ProcessSpread)
+    default_info: DefaultInfo | None = None
+    wave: Wave = field(default_factory=Wave)
+    batches: int = 0   # timing batches sent (numbered in BatchProgress)
+
+    @classmethod
+    def fresh(cls, spec: SessionSpec, repeats_per_batch: int) -> GraphState:
+        """The state of a graph nothing was measured of yet (``repeats_per_batch``: the
+        engine's ``Traits``)."""
+        return cls(spec, RepeatPool(repeats_per_batch))
+
+    def ready(self, slot: int, info: DefaultInfo) -> None:
+        """The measurement process in ``slot`` compiled and checked the default: the first
+        process's (or the first to answer) stands for the graph's."""
+        if slot == 0 or self.default_info is None:
+            self.default_info = info
+
+
 @dataclass
 class Compiling:
     job: Job
@@ -34,7 +81,7 @@ class Compiling:
 
 @dataclass
 class RunState:
-    """What one ``PipelinedMeasurer.run`` tracks between the steps of its event loop."""
+    """What one ``Measurer.run`` tracks between the steps of its event loop."""
 
     todo: deque[Job]
     compiling: dict[int, Compiling] = field(default_factory=dict)  # compiler slot -> job
