@@ -20,7 +20,7 @@ MAX_MODULE_LINES = 400
 # steps, and its entry goes when that branch merges). A listed one may shrink, never grow; one
 # back within the limit must leave the list, so the list only shrinks.
 LONG_FUNCTIONS = {
-    "collect/tile_measure.py:measure_kernel": 151,
+    "collect/tile/kernel.py:measure_kernel": 151,
 }
 LONG_MODULES: dict[str, int] = {}
 

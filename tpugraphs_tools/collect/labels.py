@@ -58,7 +58,7 @@ def _bounded(low: float | None, high: float | None) -> tuple[float | None, float
 
 def measured_columns(result: ConfigResult, traits: Traits) -> dict[str, Any]:
     """The configs.parquet columns a measurement result fills, the same for layout and tile
-    rows (``collect/layout.py``, ``collect/tile_labels.py``); the rest say what was tried.
+    rows (``collect/layout.py``, ``collect/tile/labels.py``); the rest say what was tried.
     ``traits``: the engine's (ratio labels: the default's runtime in the row's window is
     its median there; fixed: its minimum timed alone)."""
     timing, default = result.timing, result.default_timing

@@ -1,8 +1,8 @@
-"""Where a tile collection's kernels go as they are measured (``collect/tile.py``).
+"""Where a tile collection's kernels go as they are measured (``program.py``).
 
-In memory for the library call (:func:`~tpugraphs_tools.collect.tile.collect_tile`); journaled
-row by row and committed kernel by kernel into a dataset for ``tgt collect``
-(``collect/tile_resume.py``), where the store also knows what an interrupted run left.
+In memory for the library call (``collect_tile``); journaled row by row and committed kernel by
+kernel into a dataset for ``tgt collect`` (``run.py``), where the store also knows what an
+interrupted run left.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tpugraphs_tools.measure import Status
 class KernelStore(Protocol):
     """Where a program's kernels go as they are measured: kept in memory
     (:func:`collect_tile`), or journaled and committed kernel by kernel into a dataset
-    (``collect/tile_resume.py``), which also knows what an interrupted run left."""
+    (``run.py``), which also knows what an interrupted run left."""
 
     def stored(self, graph_id: str) -> bool:
         """Committed by an earlier run: not measured again."""

@@ -24,18 +24,18 @@ import polars as pl
 from tpugraphs_tools.collect.failures import failure_reason
 from tpugraphs_tools.collect.graphs import CollectedGraph, write_graphs
 from tpugraphs_tools.collect.journal import ConfigJournal, JournalHeader
-from tpugraphs_tools.collect.kernels import extract_kernels
 from tpugraphs_tools.collect.layout import journal_header
 from tpugraphs_tools.collect.progress import ProgressTracker
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
 from tpugraphs_tools.collect.summary import CollectSummary, failure_counts
-from tpugraphs_tools.collect.tile import TileOptions, kernel_ids, measure_kernels
-from tpugraphs_tools.collect.tile_labels import STRATEGY
-from tpugraphs_tools.collect.tile_summary import summarize
+from tpugraphs_tools.collect.tile.labels import STRATEGY
+from tpugraphs_tools.collect.tile.options import TileOptions
+from tpugraphs_tools.collect.tile.program import kernel_ids, measure_kernels
+from tpugraphs_tools.collect.tile.summary import summarize
 from tpugraphs_tools.configs import default_space
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind
-from tpugraphs_tools.hlo import HloSource, fingerprint
+from tpugraphs_tools.hlo import HloSource, extract_kernels, fingerprint
 from tpugraphs_tools.measure import OK, platform_of, traits_of
 from tpugraphs_tools.store import WORK_DIR, Dataset, make_graph_id, write_bytes_atomic
 
@@ -80,7 +80,7 @@ def _write_program(path: Path, record: ProgramRecord) -> None:
 
 
 class DatasetStore:
-    """A :class:`~tpugraphs_tools.collect.tile_store.KernelStore` over a dataset: journals per
+    """A :class:`~tpugraphs_tools.collect.tile.stores.KernelStore` over a dataset: journals per
     kernel, a commit per kernel, the program record for kernels not stored."""
 
     def __init__(self, dataset: Dataset, path: Path, record: ProgramRecord,

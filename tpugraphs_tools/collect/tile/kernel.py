@@ -1,10 +1,10 @@
 """One kernel's configs measured: the default first, then the space's candidates, until
 ``configs_per_kernel`` are ok.
 
-Apart from ``tile.py`` (which walks a module's kernels, builds their graphs and hands them to
+Apart from ``program.py`` (which walks a module's kernels, builds their graphs and hands them to
 a store) because this is the per-kernel loop: which configs are tried (single settings, then
 combinations without a setting that was a no-op alone), how each result becomes a config row
-(``tile_labels.py``) with its realized tile and its effect against the default, and how rows an
+(``labels.py``) with its realized tile and its effect against the default, and how rows an
 interrupted run journaled are taken back instead of measured again. Each kernel is measured by
 a measurer (``measure/measurer.py``) with the engine ``--engine`` names, each
 candidate timed with the default in the same window.
@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.collect.kernels import Kernel, compilable_text
 from tpugraphs_tools.collect.rows import ConfigRow
-from tpugraphs_tools.collect.tile_labels import tile_row
+from tpugraphs_tools.collect.tile.labels import tile_row
+from tpugraphs_tools.collect.tile.options import TileOptions
 from tpugraphs_tools.compiler import code_key
 from tpugraphs_tools.configs import KernelConfig, KernelConfigSpace
 from tpugraphs_tools.errors import ConfigError
-from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.hlo import Kernel, compilable_text, parse_hlo_text
 from tpugraphs_tools.measure import (
     COMPILE_ERROR,
     CONTROL,
@@ -38,7 +38,6 @@ from tpugraphs_tools.measure import (
     REPEAT,
     ConfigResult,
     Job,
-    MeasureOptions,
     Measurer,
     SharedWorkers,
     Timing,
@@ -50,25 +49,6 @@ from tpugraphs_tools.measure import (
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class TileOptions:
-    """The tile collection's own knobs on top of the shared :class:`MeasureOptions`
-    (``measure.configs`` is the measured configs per kernel, at least 2)."""
-
-    measure: MeasureOptions = field(default_factory=lambda: MeasureOptions(configs=8))
-    max_attempts: int | None = None    # configs tried per kernel; default 3 × configs_per_kernel
-    min_distinct: int = 2              # kernels with fewer ok configs are reported, not stored
-    space: KernelConfigSpace | None = None  # default: the backend's space (configs/tile.py)
-    # Kernels share their worker processes (measure/measurer.py); False: fresh ones per kernel,
-    # as before (for measuring what sharing saves).
-    share_workers: bool = True
-
-    @property
-    def configs_per_kernel(self) -> int:
-        """Measured (ok) configs per kernel, the default included."""
-        return max(2, self.measure.configs)
-
-
 # A control/repeat row is journaled as it is timed, before the kernel's last config index is
 # known: at an index of its own from here on, renumbered to follow the configs when stored.
 EXTRA_BASE = 1 << 20
@@ -77,7 +57,7 @@ EXTRA_BASE = 1 << 20
 @dataclass
 class KernelRun:
     """One kernel's rows as measured (the ok rows' config features beside them), for
-    ``tile.py`` to build the kernel's graph from."""
+    ``program.py`` to build the kernel's graph from."""
 
     rows: list[ConfigRow] = field(default_factory=list)
     feats: list[np.ndarray] = field(default_factory=list)
