@@ -126,7 +126,8 @@ class GraphRow(TypedDict):
     created_at: NotRequired[ReadOnly[str]]  # filled in by the store
     parent_graph_id: NotRequired[ReadOnly[str | None]]  # tile graphs only
     parent_instruction: NotRequired[ReadOnly[str | None]]  # tile graphs only
-    split: NotRequired[ReadOnly[str | None]]  # set by ``tgt split``, never by a collection
+    # set by ``tgt import`` (the official tree's split folder), never by a collection
+    split: NotRequired[ReadOnly[str | None]]
 
 
 # The schema's required columns: a row read back from the store has every one (the store
