@@ -146,21 +146,18 @@ def _resumed_rows(done: Mapping[int, Mapping[str, Any]], num_configs: int
     return rows
 
 
+@dataclass
 class _LayoutRows:
     """One graph's rows by index as results come in: configs at their own index,
     control/repeat rows after the last config."""
 
-    def __init__(self, configs: list[LayoutConfig], space: LayoutSpace, opts: MeasureOptions,
-                 traits: Traits, rows: dict[int, ConfigRow],
-                 on_row: Callable[[ConfigRow], None],
-                 progress: Callable[[int, int], None]) -> None:
-        self.configs = configs
-        self.space = space
-        self.opts = opts
-        self.traits = traits
-        self.rows = rows
-        self.on_row = on_row
-        self.progress = progress
+    configs: list[LayoutConfig]
+    space: LayoutSpace
+    opts: MeasureOptions
+    traits: Traits
+    rows: dict[int, ConfigRow]
+    on_row: Callable[[ConfigRow], None]
+    progress: Callable[[int, int], None]
 
     def record(self, result: ConfigResult) -> None:
         """A measurement result as its row (``on_row`` sees it at once)."""
