@@ -64,7 +64,7 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="update docs/benchmarks.md")
     a = parser.parse_args()
 
-    from tpugraphs_tools.collect.tile import TileOptions, collect_tile
+    from tpugraphs_tools.collect import TileOptions, collect_tile
     from tpugraphs_tools.measure.options import MeasureOptions
 
     body: list[str] = []

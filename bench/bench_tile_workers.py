@@ -16,7 +16,7 @@ import time
 
 
 def startup_seconds(kernels: list, space, opts, reuse: bool) -> list[float]:
-    from tpugraphs_tools.collect.tile_measure import _measure_text
+    from tpugraphs_tools.collect.tile.kernel import _measure_text
     from tpugraphs_tools.measure import SharedWorkers, kernel_session, platform_of
 
     out = []
@@ -43,9 +43,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternations of fresh/shared")
     args = parser.parse_args()
 
-    from tpugraphs_tools.collect.kernels import extract_kernels
     from tpugraphs_tools.configs import default_space
-    from tpugraphs_tools.hlo import from_compiled
+    from tpugraphs_tools.hlo import extract_kernels, from_compiled
     from tpugraphs_tools.measure import MeasureOptions
     from tpugraphs_tools.programs import default_args, get_program, lower
 

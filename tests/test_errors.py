@@ -54,7 +54,7 @@ def test_every_error_is_a_documented_tgt_error() -> None:
     ("tpugraphs_tools.programs", "UnknownPresetError"),
     ("tpugraphs_tools.hlo.text", "StatementError"),
     ("tpugraphs_tools.baseline", "NothingToScore"),
-    ("tpugraphs_tools.collect.executors.ray_executor", "RayUnavailableError"),
+    ("tpugraphs_tools.collect.ray_executor", "RayUnavailableError"),
     ("tpugraphs_tools.collect.plan", "PlanError"),
     ("tpugraphs_tools.validate.npz_reader", "NpzError"),
     ("tpugraphs_tools._xla_compat", "XlaCompatError"),

@@ -96,7 +96,7 @@ def test_failed_collect_leaves_no_out_folder(tmp_path: Path, write_file):
 
 
 def test_ray_chunk_of_an_unrunnable_module_returns_failure_rows():
-    from tpugraphs_tools.collect.executors.ray_executor import measure_chunk
+    from tpugraphs_tools.collect.ray_executor import measure_chunk
 
     rows = measure_chunk(CUSTOM_CALL, MeasureOptions(configs=3, fixed_rounds=1, warmup=0), [1, 2])
     assert [r["config_index"] for r in rows] == [1, 2]

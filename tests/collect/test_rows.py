@@ -94,8 +94,8 @@ def test_the_journal_hands_back_typed_rows(tmp_path: Path):
     assert row["npz_row"] is None
 
 
-# Filled in after a collection builds the row: by the store, by ``tgt split``, or on tile
-# graphs only.
+# Filled in after a collection builds the row: by the store, by ``tgt import`` (the split), or
+# on tile graphs only.
 _GRAPH_ABSENT = {"npz_file", "hlo_file", "created_at", "split", "parent_graph_id",
                  "parent_instruction"}
 

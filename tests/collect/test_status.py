@@ -12,7 +12,7 @@ from tpugraphs_tools.cli import main
 from tpugraphs_tools.collect import collection_status
 from tpugraphs_tools.collect.failures import unmeasured_rows
 from tpugraphs_tools.collect.journal import ConfigJournal
-from tpugraphs_tools.collect.tile_resume import program_path
+from tpugraphs_tools.collect.tile.record import program_path
 from tpugraphs_tools.errors import DatasetError
 
 HEADER = {"strategy": "default", "seed": 0, "warmup": 2, "repeats": 10, "rtol": None}

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from tpugraphs_tools.collect import tile as collect_tile
 from tpugraphs_tools.collect.rows import stored_row
+from tpugraphs_tools.collect.tile import program as collect_tile
 from tpugraphs_tools.configs import KernelConfig
 from tpugraphs_tools.configs.kernel_config import NUM_TILE_FEATURES
 from tpugraphs_tools.hlo import HloSource, parse_hlo_text

@@ -64,7 +64,7 @@ def reference(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_ray_matches_local_executor(tmp_path, local_ray, reference):
-    from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
+    from tpugraphs_tools.collect.ray_executor import collect_with_ray
 
     hlo, local_out = reference
     ray_out = tmp_path / "ray"
@@ -92,7 +92,7 @@ def _crashing_task(marker: Path, crashes: int):
                 run += 1
         if run < crashes:
             os._exit(1)
-        from tpugraphs_tools.collect.executors.ray_executor import measure_chunk
+        from tpugraphs_tools.collect.ray_executor import measure_chunk
 
         return measure_chunk(text, opts, indices)
 
@@ -100,7 +100,7 @@ def _crashing_task(marker: Path, crashes: int):
 
 
 def test_lost_task_is_resubmitted_and_stored_once(tmp_path, local_ray, reference):
-    from tpugraphs_tools.collect.executors.ray_executor import _collect
+    from tpugraphs_tools.collect.ray_executor import _collect
 
     hlo, local_out = reference
     ray_out = tmp_path / "ray"
@@ -119,7 +119,7 @@ def test_lost_task_is_resubmitted_and_stored_once(tmp_path, local_ray, reference
 
 
 def test_task_lost_every_time_stops_with_a_clear_error(tmp_path, local_ray, reference):
-    from tpugraphs_tools.collect.executors.ray_executor import _collect
+    from tpugraphs_tools.collect.ray_executor import _collect
 
     hlo, _ = reference
     out = tmp_path / "ray"
@@ -134,7 +134,7 @@ def test_task_lost_every_time_stops_with_a_clear_error(tmp_path, local_ray, refe
 def test_ray_executor_collects_tile_items_kernel_by_kernel(tmp_path, local_ray, reference):
     """A tile item under --executor ray is a tile collection (not a layout one), committed
     per kernel; the same request again measures nothing."""
-    from tpugraphs_tools.collect.executors.ray_executor import collect_with_ray
+    from tpugraphs_tools.collect.ray_executor import collect_with_ray
 
     hlo, _ = reference
     out = tmp_path / "tiles"

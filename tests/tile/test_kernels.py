@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tpugraphs_tools.collect.kernels import (
+from tpugraphs_tools.compiler import compile as C
+from tpugraphs_tools.features import featurize
+from tpugraphs_tools.hlo import fingerprint, parse_hlo_text
+from tpugraphs_tools.hlo.kernels import (
     compilable_text,
     extract_kernels,
     kernel_cost,
     kernel_text,
 )
-from tpugraphs_tools.compiler import compile as C
-from tpugraphs_tools.features import featurize
-from tpugraphs_tools.hlo import fingerprint, parse_hlo_text
 
 # The shape of an XLA:CPU optimized module: two identical loop fusions, a reduce-window fed by
 # an entry constant (its -inf init), a standalone dot and a bitcast-only fusion.

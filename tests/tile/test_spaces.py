@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from tpugraphs_tools._xla_compat import compile_option_exists
-from tpugraphs_tools.collect.kernels import extract_kernels
 from tpugraphs_tools.configs.kernel_config import (
     NUM_TILE_FEATURES,
     KernelConfig,
@@ -23,7 +22,7 @@ from tpugraphs_tools.configs.tile_gpu import (
     tile,
     valid_tiles,
 )
-from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.hlo import extract_kernels, parse_hlo_text
 
 GPU_HLO = (Path(__file__).parent / "data" / "gpu_triton_gemm.hlo").read_text()
 
@@ -55,7 +54,7 @@ def test_both_spaces_implement_the_protocol():
 
 
 def test_every_space_declares_whether_configs_need_a_fresh_compiler():
-    """collect/tile.py reads the attribute directly: a space must say it, not rely on a
+    """collect/tile/ reads the attribute directly: a space must say it, not rely on a
     getattr default."""
     assert "fresh_compiler_per_config" in KernelConfigSpace.__annotations__
     assert CpuKernelOptions().fresh_compiler_per_config is False

@@ -11,14 +11,13 @@ import numpy as np
 import pytest
 
 from tpugraphs_tools._xla_compat import compile_option_exists
+from tpugraphs_tools.collect import TileOptions, collect_tile
 from tpugraphs_tools.collect.graphs import CollectedGraph, write_graphs
-from tpugraphs_tools.collect.kernels import extract_kernels
-from tpugraphs_tools.collect.tile import TileOptions, collect_tile
-from tpugraphs_tools.collect.tile_measure import measure_kernel
+from tpugraphs_tools.collect.tile.kernel import measure_kernel
 from tpugraphs_tools.configs.kernel_config import KernelConfig
 from tpugraphs_tools.configs.tile import CpuKernelOptions
 from tpugraphs_tools.features import featurize
-from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.hlo import extract_kernels, parse_hlo_text
 from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.store import Dataset
 from tpugraphs_tools.validate import validate_path

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tpugraphs_tools import _xla_compat
-from tpugraphs_tools.collect.kernels import extract_kernels
 from tpugraphs_tools.configs.kernel_config import KernelConfig
 from tpugraphs_tools.configs.tile_gpu import (
     TritonGemmTiles,
@@ -18,7 +17,7 @@ from tpugraphs_tools.configs.tile_gpu import (
     tile,
 )
 from tpugraphs_tools.errors import ConfigError
-from tpugraphs_tools.hlo import parse_hlo_text
+from tpugraphs_tools.hlo import extract_kernels, parse_hlo_text
 
 DATA = Path(__file__).parent / "data"
 GPU_HLO = (DATA / "gpu_triton_gemm.hlo").read_text()
@@ -208,7 +207,7 @@ def test_split_k_left_out_where_the_override_does_not_apply_it(monkeypatch):
 
 
 def test_summary_counts_configs_that_ran_another_tile_than_asked():
-    from tpugraphs_tools.collect.tile import summarize
+    from tpugraphs_tools.collect.tile.summary import summarize
     from tpugraphs_tools.measure import traits_of
 
     def row(index, matches):

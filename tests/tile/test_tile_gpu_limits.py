@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tpugraphs_tools.collect import tile as collect_tile
-from tpugraphs_tools.collect.tile_summary import summarize
+from tpugraphs_tools.collect.tile import program as collect_tile
+from tpugraphs_tools.collect.tile.summary import summarize
 from tpugraphs_tools.configs import NUM_TILE_FEATURES, KernelConfig
 from tpugraphs_tools.configs import tile_gpu_limits as L
 from tpugraphs_tools.configs.tile_gpu import TritonGemmTiles, gemm_operand_bytes, tile

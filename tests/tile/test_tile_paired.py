@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from tpugraphs_tools.cli import main
+from tpugraphs_tools.collect import TileOptions, collect_tile
 from tpugraphs_tools.collect.graphs import write_graphs
-from tpugraphs_tools.collect.tile import TileOptions, collect_tile
-from tpugraphs_tools.collect.tile_labels import kernel_arrays
+from tpugraphs_tools.collect.tile.labels import kernel_arrays
 from tpugraphs_tools.measure import SharedWorkers, traits_of
 from tpugraphs_tools.measure.messages import SessionSpec
 from tpugraphs_tools.measure.options import MeasureOptions

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,7 @@ def _bounded(low: float | None, high: float | None) -> tuple[float | None, float
 
 def measured_columns(result: ConfigResult, traits: Traits) -> dict[str, Any]:
     """The configs.parquet columns a measurement result fills, the same for layout and tile
-    rows (``collect/layout.py``, ``collect/tile_labels.py``); the rest say what was tried.
+    rows (``collect/layout.py``, ``collect/tile/labels.py``); the rest say what was tried.
     ``traits``: the engine's (ratio labels: the default's runtime in the row's window is
     its median there; fixed: its minimum timed alone)."""
     timing, default = result.timing, result.default_timing
@@ -204,6 +204,15 @@ def label_quality(rows: Sequence[ConfigRow]) -> LabelQuality:
                                         [high for _, _, high in labelled]),
         process_sd=statistics.median(sds) if sds else None,
     )
+
+
+def finished_cis(rows: Iterable[ConfigRow]) -> list[tuple[float, float]]:
+    """The CIs of the ok non-default labels measured so far (a measurer's ``context``: the
+    paired engine stops a config once its CI is clear of its rank neighbours among them)."""
+    return [(low, high) for r in rows
+            if r["status"] == OK and not r["is_default"]
+            and (low := r["relative_ci_low"]) is not None
+            and (high := r["relative_ci_high"]) is not None]
 
 
 def reference_row(row: ConfigRow, windows: list[int], reference: float) -> ConfigRow:

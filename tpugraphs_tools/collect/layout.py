@@ -23,6 +23,7 @@ import numpy as np
 from tpugraphs_tools.collect.journal import JournalHeader
 from tpugraphs_tools.collect.labels import (
     EXTRA_STATUSES,
+    finished_cis,
     label_quality,
     measured_columns,
     reference_row,
@@ -51,6 +52,7 @@ from tpugraphs_tools.measure import (
     Job,
     MeasureOptions,
     Measurer,
+    Session,
     Status,
     Traits,
     layout_session,
@@ -123,65 +125,98 @@ def collect_layout_configs(text: str, module: Any, opts: MeasureOptions,
         configs = generate_configs(space, opts.configs, opts.strategy, opts.seed)
     elif not configs or not configs[0].is_default:
         raise ConfigError("explicit config lists must start with the default config")
-    rows: dict[int, ConfigRow] = {}
-    for i, values in (done or {}).items():
-        row = config_row(values, where=f"measured row of config {i}")
-        if i < len(configs) or row["status"] in EXTRA_STATUSES:
-            rows[i] = row
+    resumed = _resumed_rows(done or {}, len(configs))
     session = layout_session(opts, text, module, platform_of(opts.backend))
-    traits = traits_of(opts.engine)
+    graph = _LayoutRows(configs, space, opts, traits_of(opts.engine), resumed, on_row, progress)
+    todo = [i for i in range(len(configs)) if i not in graph.rows]
+    restarts = _measure(session, text, module, graph, todo, on_batch) if todo else 0
+    return layout_result([graph.rows[i] for i in sorted(graph.rows)], configs, space,
+                         graph.traits, restarts)
 
-    def record(result: ConfigResult) -> None:
+
+def _resumed_rows(done: Mapping[int, Mapping[str, Any]], num_configs: int
+                  ) -> dict[int, ConfigRow]:
+    """The rows an interrupted run measured that still belong to the graph: its configs and
+    the control/repeat rows after them."""
+    rows: dict[int, ConfigRow] = {}
+    for i, values in done.items():
+        row = config_row(values, where=f"measured row of config {i}")
+        if i < num_configs or row["status"] in EXTRA_STATUSES:
+            rows[i] = row
+    return rows
+
+
+@dataclass
+class _LayoutRows:
+    """One graph's rows by index as results come in: configs at their own index,
+    control/repeat rows after the last config."""
+
+    configs: list[LayoutConfig]
+    space: LayoutSpace
+    opts: MeasureOptions
+    traits: Traits
+    rows: dict[int, ConfigRow]
+    on_row: Callable[[ConfigRow], None]
+    progress: Callable[[int, int], None]
+
+    def record(self, result: ConfigResult) -> None:
+        """A measurement result as its row (``on_row`` sees it at once)."""
         if result.repeat_of is not None and result.status != REPEAT:
             return  # a failed re-timing of a config measured fine before: nothing to keep
+        configs, rows = self.configs, self.rows
         if result.status in EXTRA_STATUSES:
             index = next_control_index(rows, len(configs))
-            rows[index] = _row(index, configs[result.repeat_of or 0], space, opts, traits,
-                               result, extra=True)
+            rows[index] = _row(index, configs[result.repeat_of or 0], self.space, self.opts,
+                               self.traits, result, extra=True)
         else:
             assert result.index is not None  # only control rows have no config index
             index = result.index
-            rows[index] = _row(index, configs[index], space, opts, traits, result)
-        on_row(rows[index])
-        progress(sum(1 for i in rows if i < len(configs)), len(configs))
+            rows[index] = _row(index, configs[index], self.space, self.opts, self.traits,
+                               result)
+        self.on_row(rows[index])
+        self.progress(sum(1 for i in rows if i < len(configs)), len(configs))
 
-    def finished() -> list[tuple[float, float]]:
-        return [(low, high) for r in rows.values()
-                if r["status"] == OK and not r["is_default"]
-                and (low := r["relative_ci_low"]) is not None
-                and (high := r["relative_ci_high"]) is not None]
 
-    todo = [i for i in range(len(configs)) if i not in rows]
-    restarts = 0
-    if todo:
-        with Measurer(session) as measurer:
-            info = measurer.start()
-            known = {info.key: 0}
-            for index, row in rows.items():
-                fp = row["optimized_fingerprint"]
-                if row["status"] == OK and index and fp:
-                    known.setdefault(options_key(fp, session.spec.options), index)
-            if 0 not in rows:
-                record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
-                                    realized=info.realized,
-                                    compile_seconds=info.compile_seconds, max_abs_error=0.0))
-            jobs = []
-            for index in todo:
-                if index == 0:
-                    continue
-                config = configs[index]
-                try:
-                    job_text = apply_layout_config(text, space, config)
-                except ConfigError as exc:
-                    record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
-                    continue
-                jobs.append(Job(index, job_text, slots=constraint_slots(module, space, config)))
-            measurer.run(jobs, known, record, context=finished, on_progress=on_batch)
-            if traits.ratio_labels and not any(
-                    r["default_runtime_ns"] for r in rows.values() if not r["is_default"]):
-                measurer.run_control(record)
-            restarts = measurer.restarts
-    return layout_result([rows[i] for i in sorted(rows)], configs, space, traits, restarts)
+def _measure(session: Session, text: str, module: Any, graph: _LayoutRows, todo: list[int],
+             on_batch: Callable[[BatchProgress], None] | None) -> int:
+    """Measure configs ``todo`` (the default's row first, unless an earlier run measured it)
+    and, for ratio labels, an A/A control if no batch timed the default alongside a config;
+    the workers' restarts."""
+    with Measurer(session) as measurer:
+        info = measurer.start()
+        known = {info.key: 0}
+        for index, row in graph.rows.items():
+            fp = row["optimized_fingerprint"]
+            if row["status"] == OK and index and fp:
+                known.setdefault(options_key(fp, session.spec.options), index)
+        if 0 not in graph.rows:
+            graph.record(ConfigResult(0, OK, timing=info.timing, default_timing=info.timing,
+                                      realized=info.realized,
+                                      compile_seconds=info.compile_seconds,
+                                      max_abs_error=0.0))
+        measurer.run(_jobs(text, module, graph, todo), known, graph.record,
+                     context=lambda: finished_cis(graph.rows.values()), on_progress=on_batch)
+        if graph.traits.ratio_labels and not any(
+                r["default_runtime_ns"] for r in graph.rows.values() if not r["is_default"]):
+            measurer.run_control(graph.record)
+        return measurer.restarts
+
+
+def _jobs(text: str, module: Any, graph: _LayoutRows, todo: list[int]) -> list[Job]:
+    """A compile job per non-default config of ``todo``; a config that cannot be applied
+    gets its ``compile_error`` row at once."""
+    jobs = []
+    for index in todo:
+        if index == 0:
+            continue
+        config = graph.configs[index]
+        try:
+            job_text = apply_layout_config(text, graph.space, config)
+        except ConfigError as exc:
+            graph.record(ConfigResult(index, COMPILE_ERROR, error=str(exc)))
+            continue
+        jobs.append(Job(index, job_text, slots=constraint_slots(module, graph.space, config)))
+    return jobs
 
 
 def next_control_index(rows: Mapping[int, object], num_configs: int) -> int:

@@ -2,7 +2,7 @@
 (graphs.parquet).
 
 A :class:`ConfigRow` is built once from a measurement result (``collect/layout.py``,
-``collect/tile.py``) and never changed after: values derived later (window widening, the npz
+``collect/tile/labels.py``) and never changed after: values derived later (window widening, the npz
 row, the default's reference label) make a new row. At run time it is a plain dict, because
 that is what every boundary it crosses holds: journal lines (JSON), Arrow tables, Ray task
 results, rows read back from a dataset. :func:`config_row` turns any of those into one.
@@ -126,7 +126,8 @@ class GraphRow(TypedDict):
     created_at: NotRequired[ReadOnly[str]]  # filled in by the store
     parent_graph_id: NotRequired[ReadOnly[str | None]]  # tile graphs only
     parent_instruction: NotRequired[ReadOnly[str | None]]  # tile graphs only
-    split: NotRequired[ReadOnly[str | None]]  # set by ``tgt split``, never by a collection
+    # set by ``tgt import`` (the official tree's split folder), never by a collection
+    split: NotRequired[ReadOnly[str | None]]
 
 
 # The schema's required columns: a row read back from the store has every one (the store

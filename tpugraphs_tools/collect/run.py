@@ -35,7 +35,7 @@ from tpugraphs_tools.collect.progress import ProgressEvent, ProgressTracker, Sta
 from tpugraphs_tools.collect.request import CollectItem, CollectRequest, resolve_args
 from tpugraphs_tools.collect.rows import ConfigRow, config_row, graph_row_of
 from tpugraphs_tools.collect.summary import CollectSummary, failure_counts
-from tpugraphs_tools.collect.tile_resume import collect_tiles
+from tpugraphs_tools.collect.tile.run import collect_tiles
 from tpugraphs_tools.compiler import compile_hlo_source
 from tpugraphs_tools.errors import DatasetError
 from tpugraphs_tools.format import Kind

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from tpugraphs_tools.collect.journal import PartialGraph, partial_collections
-from tpugraphs_tools.collect.tile_resume import KERNELS_SUFFIX, read_program
+from tpugraphs_tools.collect.tile.record import KERNELS_SUFFIX, read_program
 from tpugraphs_tools.store import MANIFEST, WORK_DIR, Dataset, live_holder
 
 

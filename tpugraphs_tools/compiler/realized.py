@@ -55,7 +55,7 @@ class SlotCheck(TypedDict):
 class Realized(TypedDict):
     """What the compiler did with a config, read back from the optimized module: the
     configs.parquet ``realized`` JSON (sorted keys) of a layout config; the tile collection
-    adds its kernel space's facts to the JSON (collect/tile.py)."""
+    adds its kernel space's facts to the JSON (collect/tile/kernel.py)."""
 
     copies: int                    # copy/transpose instructions in the optimized module
     slots: list[SlotCheck]         # one per constrained slot (none for the default)

@@ -13,7 +13,7 @@ delivers rows, and the driver commits a graph once all its chunks returned: a lo
 configs are measured once more elsewhere and stored once, never twice.
 
 Tile items (``--collection tile``) are measured by the driver's own workers, journaled and
-committed kernel by kernel as in a local run (``collect/tile_resume.py``).
+committed kernel by kernel as in a local run (``collect/tile/run.py``).
 
 Runtimes are only comparable between identical nodes: use one node type per dataset.
 """
@@ -49,7 +49,7 @@ from tpugraphs_tools.collect.run import (
     start_graph,
     tile_sources,
 )
-from tpugraphs_tools.collect.tile_resume import collect_tiles
+from tpugraphs_tools.collect.tile.run import collect_tiles
 from tpugraphs_tools.configs import LayoutConfig, LayoutSpace, generate_configs, layout_space
 from tpugraphs_tools.errors import CollectError
 from tpugraphs_tools.errors import RayUnavailableError as RayUnavailableError

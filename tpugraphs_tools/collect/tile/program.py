@@ -1,12 +1,12 @@
 """Tile collection: kernels of an optimized module × per-kernel configs × measured runtimes.
 
 Every kernel (fusion or heavy op) of the optimized entry becomes its own graph
-(``collect/kernels.py``), linked to its parent by ``parent_graph_id``/``parent_instruction``.
-This module walks the kernels, has each measured (``collect/tile_measure.py``: the default
+(``hlo/kernels.py``), linked to its parent by ``parent_graph_id``/``parent_instruction``.
+This module walks the kernels, has each measured (``kernel.py``: the default
 config first, then the space's candidates, each timed with the default in the same window),
-builds its graph and hands it to a store (``collect/tile_store.py``). How labels,
+builds its graph and hands it to a store (``stores.py``). How labels,
 ``config_runtime`` and ``config_runtime_normalizers`` follow from the timings is in
-``collect/tile_labels.py`` and docs/tile-collection.md. The kernels of one program share their
+``labels.py`` and docs/tile-collection.md. The kernels of one program share their
 worker processes (``measure/measurer.py``): each kernel hands them its own default.
 """
 
@@ -18,18 +18,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tpugraphs_tools.collect.graphs import CollectedGraph, graph_row
-from tpugraphs_tools.collect.kernels import Kernel, extract_kernels
 from tpugraphs_tools.collect.rows import ConfigRow, GraphRow
 from tpugraphs_tools.collect.summary import TileSummary
-from tpugraphs_tools.collect.tile_labels import kernel_arrays
-from tpugraphs_tools.collect.tile_measure import KernelRun, Progress, measure_kernel
-from tpugraphs_tools.collect.tile_measure import TileOptions as TileOptions
-from tpugraphs_tools.collect.tile_store import KernelsDone, KernelStore, MemoryStore
-from tpugraphs_tools.collect.tile_summary import summarize as summarize
+from tpugraphs_tools.collect.tile.kernel import KernelRun, Progress, measure_kernel
+from tpugraphs_tools.collect.tile.labels import kernel_arrays
+from tpugraphs_tools.collect.tile.options import TileOptions
+from tpugraphs_tools.collect.tile.stores import KernelsDone, KernelStore, MemoryStore
+from tpugraphs_tools.collect.tile.summary import summarize
 from tpugraphs_tools.configs import KernelConfigSpace, default_space
 from tpugraphs_tools.errors import ConfigError
 from tpugraphs_tools.features import featurize
-from tpugraphs_tools.hlo import HloSource
+from tpugraphs_tools.hlo import HloSource, Kernel, extract_kernels
 from tpugraphs_tools.measure import (
     OK,
     Platform,
@@ -149,7 +148,7 @@ def collect_tile(compiled_source: HloSource, *, program: str, program_args: dict
                  on_row: Callable[[ConfigRow], None] = lambda _r: None) -> TileResult:
     """Extract, configure and measure every kernel of an optimized module, in memory (the
     library entry point; ``tgt collect --collection tile`` commits kernel by kernel:
-    ``collect/tile_resume.py``)."""
+    ``run.py``)."""
     space = opts.space or default_space(platform_of(opts.measure.backend).name,
                                         seed=opts.measure.seed)
     extraction = extract_kernels(compiled_source.module, opts.measure.max_kernels,

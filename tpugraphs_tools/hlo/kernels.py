@@ -17,9 +17,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+import tpugraphs_tools.hlo.attributes as A
 from tpugraphs_tools.errors import HloParseError
-from tpugraphs_tools.hlo import Computation, Instruction, Module, Shape, fingerprint, parse_hlo_text
-from tpugraphs_tools.hlo import attributes as A
+from tpugraphs_tools.hlo.module import Computation, Instruction, Module, Shape
+from tpugraphs_tools.hlo.parse import parse_hlo_text
+from tpugraphs_tools.hlo.sources import fingerprint
 
 # Standalone entry ops that run as one kernel of their own (fusions always do).
 HEAVY_OPCODES = frozenset({

@@ -1,6 +1,6 @@
 """What one program's tile collection reports: kernels stored and skipped, statuses, effects.
 
-Apart from ``tile.py`` because a resumed program is summarized over every kernel it holds,
+Apart from ``program.py`` because a resumed program is summarized over every kernel it holds,
 those committed by an earlier run (read back from the dataset) as well as this run's.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tpugraphs_tools.collect.summary import TileEffect, TileSummary
-from tpugraphs_tools.collect.tile_labels import pooled_quality
+from tpugraphs_tools.collect.tile.labels import pooled_quality
 from tpugraphs_tools.measure import CONTROL, INFEASIBLE, OK, REPEAT, Status, Traits
 from tpugraphs_tools.store import ConfigCounts
 

@@ -1,1 +1,0 @@
-"""Executors that run collections elsewhere than this process (Ray)."""
