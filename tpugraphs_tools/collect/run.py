@@ -129,6 +129,9 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOpti
         else:
             if reason is not None:  # a rerun still reports the graph as unmeasured
                 summary.unmeasured[collected.graph_id] = reason
+            # A run killed between the commit and the journal's removal left the journal:
+            # the dataset holds every row of it, so it goes (else .tgt-work/ stays forever).
+            ConfigJournal(dataset.root, collected.graph_id, header).remove()
             summary.skipped.append(collected.graph_id)
             summary.graphs.append(graph_row_of(dataset.graph_row(collected.graph_id),
                                                f"{dataset.root}: graphs.parquet"))

@@ -145,7 +145,10 @@ class DatasetStore:
                 self.journal(entry["graph_id"]).remove()
 
     def finish(self) -> None:
-        """Every kernel settled: the program needs no record any more."""
+        """Every kernel settled: the program needs no record any more, nor any kernel its
+        journal (one a run killed between settling a kernel and removing its journal left)."""
+        for entry in self.record["kernels"]:
+            self.journal(entry["graph_id"]).remove()
         self.path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.path.parent.rmdir()
