@@ -92,3 +92,33 @@ def test_the_forkserver_preloads_the_worker_mains() -> None:
         importlib.import_module(name)
     mains = {WORKER_MAINS.measure.__module__, WORKER_MAINS.compile.__module__}
     assert mains <= set(processes.PRELOAD)
+
+
+def test_workers_import_what_tgt_runs_not_the_working_directory(tmp_path) -> None:
+    """The forkserver starts as ``python -c``, whose import path begins with its working
+    directory: run from a folder holding a ``numpy.py`` (or another tgt checkout), workers
+    imported that and died, while ``tgt`` itself (a console script) did not."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tgt = Path(sys.executable).with_name("tgt")
+    assert tgt.exists(), f"{tgt}: the test venv installs tgt's console script"
+    (tmp_path / "numpy.py").write_text(
+        'raise ImportError("numpy.py of the working directory imported")\n')
+    (tmp_path / "dot.hlo").write_text(
+        "HloModule dot\nENTRY main {\n  a = f32[64,64]{1,0} parameter(0)\n"
+        "  b = f32[64,64]{1,0} parameter(1)\n"
+        "  ROOT d = f32[64,64]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}\n}\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    run = subprocess.run(
+        [str(tgt), "collect", "--hlo", "dot.hlo", "--out", "data", "--configs", "2",
+         "--warmup", "0", "--min-sample-ms", "1", "--max-rounds", "8",
+         "--measure-processes", "1", "--loaded-copies", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    from tpugraphs_tools.store import Dataset
+
+    statuses = Dataset.open(tmp_path / "data").configs()["status"].to_list()
+    assert statuses and set(statuses) <= {"ok", "control", "repeat"}, statuses

@@ -19,8 +19,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import multiprocessing as mp
+import multiprocessing.forkserver as forkserver
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -54,9 +56,30 @@ def worker_context() -> Any:
     if _server_env is None:
         server = mp.get_context("forkserver")
         server.set_forkserver_preload(PRELOAD)
+        with _imports_as_here():
+            forkserver.ensure_running()
         _server_env = env
         return server
     return mp.get_context("forkserver") if env == _server_env else spawn
+
+
+@contextlib.contextmanager
+def _imports_as_here() -> Iterator[None]:
+    """The forkserver starts as ``python -c``, which puts its working directory first on its
+    import path and never applies the parent's (Python 3.11-3.13): from a folder holding another
+    tpugraphs_tools checkout, or a ``numpy.py``, workers imported those, not what ``tgt`` runs.
+    Started here, it imports from the parent's path and nothing implicit."""
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", "PYTHONSAFEPATH")}
+    os.environ["PYTHONSAFEPATH"] = "1"
+    os.environ["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in sys.path)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def die_with_parent() -> None:
