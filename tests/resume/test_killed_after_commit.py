@@ -1,8 +1,9 @@
-"""A run killed after a graph's commit and before its journal's removal: the rerun passes over
-the committed graph and leaves no journal behind (a stale ``.tgt-work/`` would keep the dataset
-reading as partial forever). The kill is emulated by a journal whose removal does nothing
-during the first run (and, for a tile program, a program record never finished), which is
-the state such a kill leaves."""
+"""A graph's commit takes its work journal with it (one journaled step), so no kill can leave
+a committed graph's journal in ``.tgt-work/`` (a stale journal kept the dataset reading as
+partial forever: the rerun passes over the committed graph). Shown with the journal's own
+removal disabled: what is left after the run is what a kill right after the commit would
+leave. A tile kernel skipped (not stored) still has its journal removed after its record is
+written; the rerun settles those."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from test_kill_resume import HLO  # the same small convnet
 
 from tpugraphs_tools.collect.journal import ConfigJournal
-from tpugraphs_tools.collect.run import CollectItem, CollectRequest, collect
+from tpugraphs_tools.collect.request import CollectItem, CollectRequest
+from tpugraphs_tools.collect.run import collect
 from tpugraphs_tools.collect.tile.stores import DatasetStore
 from tpugraphs_tools.measure.options import MeasureOptions
 from tpugraphs_tools.programs import ProgramArgs
@@ -33,22 +35,22 @@ def _tile(tmp_path) -> CollectItem:
 
 
 @pytest.mark.parametrize("make_item", [_layout, _tile], ids=["layout", "tile"])
-def test_rerun_drops_the_journal_of_a_committed_graph(make_item, tmp_path, monkeypatch):
+def test_no_committed_graph_leaves_its_journal(make_item, tmp_path, monkeypatch):
     request = CollectRequest(items=[make_item(tmp_path)], out=str(tmp_path / "data"))
     with monkeypatch.context() as patch:
         patch.setattr(ConfigJournal, "remove", lambda self: None)
-        patch.setattr(DatasetStore, "finish", lambda self: None)
+        patch.setattr(DatasetStore, "finish", lambda self: None)  # killed before the end
         first = collect(request)
     work = tmp_path / "data" / WORK_DIR
-    stale = sorted(p.name for p in work.glob("*.jsonl"))
     committed = {g["graph_id"] for g in first.graphs}
-    # (a kernel the run skipped keeps its journal too: skipping removes it the same way)
-    assert committed & {name.removesuffix(".jsonl") for name in stale}
+    assert committed
+    left = {p.name.removesuffix(".jsonl") for p in work.glob("*.jsonl")}
+    assert not committed & left, sorted(committed & left)
     configs_before = Dataset.open(tmp_path / "data").configs()
 
     second = collect(request)
     assert sorted(second.skipped) == sorted(committed)
     assert second.labels == 0
-    assert not work.exists(), sorted(p.name for p in work.iterdir())
+    assert not list(work.glob("*.jsonl")), sorted(p.name for p in work.iterdir())
     assert Dataset.open(tmp_path / "data").configs().equals(configs_before)
     assert validate_path(tmp_path / "data").ok

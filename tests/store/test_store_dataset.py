@@ -256,3 +256,30 @@ def test_graph_id_is_program_slug_and_fingerprint_prefix() -> None:
     assert make_graph_id("resnet50", fp) == "resnet50.0123456789ab"
     assert make_graph_id("my prog/v2", fp) == "my-prog-v2.0123456789ab"
     assert make_graph_id("///", fp) == "graph.0123456789ab"
+
+
+@pytest.mark.parametrize("failing_call", [None, 1, 2])
+def test_a_settled_work_file_goes_with_its_commit(tmp_path: Path, arrays, monkeypatch,
+                                                  failing_call: int | None) -> None:
+    """A work journal settled by a commit is removed in the commit's own journaled step: a
+    crash before the commit journal keeps both the old dataset and the work file; a crash
+    after it is rolled forward by the next open, which removes the work file too."""
+    root = tmp_path / "ds"
+    ds = make_dataset(root, arrays)
+    work = root / ".tgt-work" / "b.000000000002.jsonl"
+    work.parent.mkdir()
+    work.write_text('{"header": {}}\n')
+    if failing_call is not None:
+        crash_on_replace_call(monkeypatch, failing_call)
+    try:
+        with ds.transaction() as tx:
+            tx.put_graph(graph_row("b.000000000002", arrays), arrays, hlo=b"HloModule b")
+            tx.put_configs("b.000000000002", config_rows([30, 20]))
+            tx.settle_with_commit(work)
+    except OSError:
+        assert failing_call is not None
+    monkeypatch.undo()
+    ds = Dataset.open(root)
+    committed = "b.000000000002" in ds.graphs()["graph_id"].to_list()
+    assert committed == (failing_call != 1)
+    assert work.exists() == (not committed)

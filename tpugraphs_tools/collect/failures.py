@@ -152,8 +152,9 @@ def store_unmeasured(dataset: Dataset, collected: CollectedGraph, layout: Measur
         configs = [{}]
     rows = unmeasured_rows(configs, layout.strategy, layout.seed, reason)
     collected = replace(collected, row={**collected.row, "num_configs": 0})
-    write_graphs(dataset, [collected], configs={collected.graph_id: rows})
-    journal.remove()
+    write_graphs(dataset, [collected], configs={collected.graph_id: rows},
+                 journal=journal.path)
+    journal.remove()  # its folder, when no other graph's journal is left
     summary.unmeasured[collected.graph_id] = reason
     summary.failures[f"{DEFAULT_FAILED}: {reason}"] += len(rows)
     summary.graphs.append(collected.row)

@@ -9,6 +9,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
@@ -105,10 +106,14 @@ def lower_program(name: str, args: Any) -> tuple[Any, HloSource]:
 
 
 def write_graphs(dataset: Dataset, collected: list[CollectedGraph],
-                 configs: Mapping[str, Sequence[ConfigRow]] | None = None) -> None:
-    """Store graphs (npz + raw HLO) and their config rows in one atomic commit."""
+                 configs: Mapping[str, Sequence[ConfigRow]] | None = None,
+                 journal: Path | None = None) -> None:
+    """Store graphs (npz + raw HLO) and their config rows in one atomic commit, which also
+    removes ``journal`` (the rows' work journal, obsolete once they are committed)."""
     configs = configs or {}
     with dataset.transaction() as tx:
+        if journal is not None:
+            tx.settle_with_commit(journal)
         for item in collected:
             hlo, suffix = stored_hlo(item.source)
             row = item.row

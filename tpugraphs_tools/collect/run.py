@@ -129,9 +129,6 @@ def start_graph(dataset: Dataset, collected: CollectedGraph, layout: MeasureOpti
         else:
             if reason is not None:  # a rerun still reports the graph as unmeasured
                 summary.unmeasured[collected.graph_id] = reason
-            # A run killed between the commit and the journal's removal left the journal:
-            # the dataset holds every row of it, so it goes (else .tgt-work/ stays forever).
-            ConfigJournal(dataset.root, collected.graph_id, header).remove()
             summary.skipped.append(collected.graph_id)
             summary.graphs.append(graph_row_of(dataset.graph_row(collected.graph_id),
                                                f"{dataset.root}: graphs.parquet"))
@@ -151,8 +148,9 @@ def commit_graph(dataset: Dataset, collected: CollectedGraph, result: LayoutResu
     (every executor ends a graph here: local and Ray)."""
     collected = replace(collected, config_arrays=result.arrays, row={
         **collected.row, "num_configs": int(result.arrays["config_runtime"].shape[0])})
-    write_graphs(dataset, [collected], configs={collected.graph_id: result.rows})
-    journal.remove()
+    write_graphs(dataset, [collected], configs={collected.graph_id: result.rows},
+                 journal=journal.path)
+    journal.remove()  # its folder, when no other graph's journal is left
     summary.failures.update(failure_counts(result.rows))
     reason = unmeasured_reason(result.rows)
     if reason is not None:  # every row default_failed (a Ray chunk that could not run)

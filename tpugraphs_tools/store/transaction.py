@@ -66,6 +66,7 @@ class Transaction:
         self._extra_rows: dict[str, tuple[str, set[Any], list[pa.Table]]] = {}
         self._staged: dict[str, Path] = {}  # relative path -> its staged temp file
         self._devices: list[dict[str, str]] = []
+        self._settled: list[Path] = []  # work files the commit removes (settle_with_commit)
 
     def __enter__(self) -> Transaction:
         return self
@@ -147,6 +148,12 @@ class Transaction:
     def add_device(self, platform: str, device_kind: str) -> None:
         self._devices.append({"platform": platform, "device_kind": device_kind})
 
+    def settle_with_commit(self, path: Path) -> None:
+        """Remove ``path``, a file outside the manifest that the commit makes obsolete (a
+        graph's work journal), in the commit's own journaled step: a run killed at any moment
+        leaves either the graph uncommitted with its journal, or committed without it."""
+        self._settled.append(path)
+
     @property
     def pending_rows(self) -> int:
         """Config rows waiting for the commit (callers commit in batches by this)."""
@@ -218,7 +225,7 @@ class Transaction:
                 tmp.unlink(missing_ok=True)
             raise
         try:
-            atomic.commit(root, renames, [root / rel for rel in drops])
+            atomic.commit(root, renames, [root / rel for rel in drops] + self._settled)
         finally:
             atomic.LIVE.difference_update(self._staged.values())
         ds.committed(manifest)
@@ -237,3 +244,4 @@ class Transaction:
         self._staged.clear()
         self._extra_rows.clear()
         self._devices.clear()
+        self._settled.clear()

@@ -133,9 +133,11 @@ class DatasetStore:
 
     def store(self, graph: CollectedGraph, rows: list[ConfigRow]) -> None:
         graph = replace(graph, keep_source_paths=self.keep_source_paths)
-        write_graphs(self.dataset, [graph], configs={graph.graph_id: rows})
+        journal = self.journal(graph.graph_id)
+        write_graphs(self.dataset, [graph], configs={graph.graph_id: rows},
+                     journal=journal.path)
         self.committed.add(graph.graph_id)
-        self.journal(graph.graph_id).remove()
+        journal.remove()  # its folder, when no other kernel's journal is left
 
     def skip(self, name: str, reason: str) -> None:
         self.record["skipped"][name] = reason
@@ -146,7 +148,8 @@ class DatasetStore:
 
     def finish(self) -> None:
         """Every kernel settled: the program needs no record any more, nor any kernel its
-        journal (one a run killed between settling a kernel and removing its journal left)."""
+        journal (a skipped kernel's, when a run was killed between recording the skip and
+        removing the journal)."""
         for entry in self.record["kernels"]:
             self.journal(entry["graph_id"]).remove()
         self.path.unlink(missing_ok=True)
