@@ -114,3 +114,14 @@ def test_cli_offers_every_loss() -> None:
 
     (option,) = [o for o in baseline.params if o.name == "loss"]
     assert set(option.type.choices) == set(LOSSES)
+
+
+def test_the_option_records_name_every_loss_and_segment_method() -> None:
+    """options.py spells these names out (importing the losses would load jax, the partition
+    methods pymetis, with every `tgt` start): they must stay the library's own."""
+    from tpugraphs_tools.baseline.losses import LOSSES
+    from tpugraphs_tools.baseline.options import LOSS_NAMES, SEGMENT_METHODS
+    from tpugraphs_tools.partition import METHODS
+
+    assert LOSS_NAMES == tuple(LOSSES)
+    assert SEGMENT_METHODS == tuple(METHODS)

@@ -16,10 +16,12 @@ from typing import Any
 
 from tpugraphs_tools.configs import STRATEGIES
 from tpugraphs_tools.option_info import check_values, from_keys, option
-from tpugraphs_tools.partition import METHODS
 
 LAYERS = ("sage", "gcn")
 LOSS_NAMES = ("listmle", "hinge", "sure-pairs")    # losses.LOSSES, in this order
+# partition.METHODS' names: importing partition here would load pymetis and scipy with every
+# `tgt` start (the CLI builds baseline's flags from this module); a test keeps them equal.
+SEGMENT_METHODS = ("metis", "contiguous")
 HOLDOUTS = ("auto", "programs", "configs")
 DEFAULT_SHARE = 0.3   # within-graph: held-out share of each graph's configs (holdout.py)
 
@@ -99,7 +101,7 @@ class BaselineOptions:
     prepare: PrepareOptions = field(default_factory=PrepareOptions)
     collection: str | None = option(None, "Only this collection (default: each).", kind=str)
     segment_method: str = option("metis", "GST segments when no --partition is given.",
-                                 choices=tuple(METHODS))
+                                 choices=SEGMENT_METHODS)
     segment_nodes: int = option(1000, "GST segment size when no --partition is given.",
                                 minimum=1)
     partition: str | None = option(   # stored partition name (tgt datasets)
