@@ -123,5 +123,5 @@ def test_the_option_records_name_every_loss_and_segment_method() -> None:
     from tpugraphs_tools.baseline.options import LOSS_NAMES, SEGMENT_METHODS
     from tpugraphs_tools.partition import METHODS
 
-    assert LOSS_NAMES == tuple(LOSSES)
-    assert SEGMENT_METHODS == tuple(METHODS)
+    assert tuple(LOSSES) == LOSS_NAMES
+    assert tuple(METHODS) == SEGMENT_METHODS
