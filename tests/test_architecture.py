@@ -137,10 +137,10 @@ def test_only_the_programs_registry_is_a_cycle() -> None:
 
 def test_the_cli_loads_without_jax_or_flax() -> None:
     """``tgt --help`` builds every command's flags (baseline's from its records) without
-    importing jax or flax, which cost seconds, nor pymetis and scipy (partition's); the
-    baseline face is lazy for this."""
+    importing jax or flax, which cost seconds, nor pymetis (partition's); the baseline face
+    is lazy for this."""
     code = ("import sys, tpugraphs_tools.cli; "
-            "print(sorted({'jax', 'flax', 'optax', 'pymetis', 'scipy'} & set(sys.modules)))")
+            "print(sorted({'jax', 'flax', 'optax', 'pymetis'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"

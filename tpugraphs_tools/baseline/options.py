@@ -19,7 +19,7 @@ from tpugraphs_tools.option_info import check_values, from_keys, option
 
 LAYERS = ("sage", "gcn")
 LOSS_NAMES = ("listmle", "hinge", "sure-pairs")    # losses.LOSSES, in this order
-# partition.METHODS' names: importing partition here would load pymetis and scipy with every
+# partition.METHODS' names: importing partition here would load pymetis with every
 # `tgt` start (the CLI builds baseline's flags from this module); a test keeps them equal.
 SEGMENT_METHODS = ("metis", "contiguous")
 HOLDOUTS = ("auto", "programs", "configs")
