@@ -1,4 +1,5 @@
-"""measure/ stays shallow and acyclic (issue #46): at most 8 layers of internal imports.
+"""measure/ stays shallow (issue #46): at most 8 layers of internal imports (no cycle in it:
+tests/test_architecture.py allows only the programs registry in the whole package).
 
 The ``measure rooms`` contract in pyproject.toml orders measure's rooms; this counts what the
 contract cannot: the longest chain of imports between measure's modules (its face included),
@@ -31,11 +32,6 @@ def imports() -> nx.DiGraph:
             if imported in modules and not module.startswith(imported + "."):
                 out.add_edge(module, imported)
     return out
-
-
-def test_measure_has_no_import_cycle(imports: nx.DiGraph) -> None:
-    cycles = [sorted(c) for c in nx.strongly_connected_components(imports) if len(c) > 1]
-    assert cycles == []
 
 
 def test_measure_has_at_most_8_layers(imports: nx.DiGraph) -> None:

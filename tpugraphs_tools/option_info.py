@@ -46,11 +46,6 @@ class OptionInfo:
         """The flag (of a pair, the first spelling)."""
         return self.declaration(name).split("/")[0]
 
-    def key_of(self, name: str) -> str:
-        """The plan key spelled like the flag (``--loaded-copies`` ↔ ``loaded_copies``); the
-        field name stays a plan key too (plans written before a flag was renamed)."""
-        return self.flag_of(name)[2:].replace("-", "_")
-
 
 def option(default: Any, help: str, **info: Any) -> Any:
     """A dataclass field a user sets: ``default`` and an :class:`OptionInfo` of ``help`` and

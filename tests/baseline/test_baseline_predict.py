@@ -254,6 +254,7 @@ def test_garbage_parameters_with_a_matching_digest_are_refused(model_copy: Path)
     (lambda d: d.update(format_version=99), "format_version"),
     (lambda d: d["model"].update(model="gcn"), "model.layer"),    # old and new name at once
     (lambda d: d["options"]["train"].update(loss="l2"), "options.train"),  # not a choice
+    (lambda d: d["model"].update(layer="gat"), "model"),  # once built a GCN without a word
 ])
 def test_mismatched_sidecar_names_the_key(model_copy: Path, edit, key: str) -> None:
     _edit_sidecar(model_copy, edit)

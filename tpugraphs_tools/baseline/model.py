@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tpugraphs_tools.baseline.batching import Batch, Stale
-from tpugraphs_tools.baseline.options import BaselineOptions
+from tpugraphs_tools.baseline.options import LAYERS, BaselineOptions
 from tpugraphs_tools.format import OPCODE_NAMES, collection_of
 from tpugraphs_tools.option_info import default_of
 
@@ -38,6 +38,12 @@ class ModelConfig:
     opcode_dim: int = 32
     value_dim: int = 8
     cross_config_attention: bool = default_of(BaselineOptions, "cross_config_attention")
+
+    def __post_init__(self) -> None:
+        # A sidecar's "model" section is read into this record: a layer it does not know
+        # would otherwise build a GCN without a word (saved.py names the key on this error).
+        if self.layer not in LAYERS:
+            raise ValueError(f"layer must be one of {LAYERS}, got {self.layer!r}")
 
 
 def _segment_sum(x: Arr, ids: Arr, n: int) -> jax.Array:

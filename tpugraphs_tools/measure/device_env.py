@@ -47,10 +47,6 @@ class Platform:
     name: str
     device_kind: str
 
-    @property
-    def is_gpu(self) -> bool:
-        return is_gpu(self.name)
-
 
 def platform_of(backend: str | None) -> Platform:
     """The platform of the jax backend that compiles and times (None: jax's default). Sets
