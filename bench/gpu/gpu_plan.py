@@ -52,7 +52,7 @@ class Settings:
     layout_configs: int
     random_configs: int
     workers: int
-    # the GPU tile budgets (measure/device_env.GPU_TILE_DEFAULTS), given explicitly so the
+    # the GPU tile budgets (measure/sessions.py GPU_TILE_DEFAULTS), given explicitly so the
     # host-timed step runs at the same budgets as the device-timed one
     tile_budget: tuple[str, ...]
     probe_limit_s: float

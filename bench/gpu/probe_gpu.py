@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 Run = Callable[[], None]
-BUDGET_PER_CONFIG_S = 1.0  # device_env.GPU_TILE_DEFAULTS["max_seconds_per_config"]
+BUDGET_PER_CONFIG_S = 1.0  # measure/sessions.py GPU_TILE_DEFAULTS["max_seconds_per_config"]
 # Entry instructions that launch nothing on XLA:GPU (the rest: one kernel or more each).
 _NO_LAUNCH = {"parameter", "constant", "tuple", "get-tuple-element", "bitcast"}
 
