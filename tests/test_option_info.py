@@ -110,3 +110,15 @@ def test_a_field_two_records_spell_differently_is_refused() -> None:
         _command(Training, Other)
     with pytest.raises(ValueError, match="'nothing': not in Training"):
         _command(Training, names=("nothing",))
+
+
+def test_from_keys_reads_an_old_spelling_once() -> None:
+    """A renamed flag's old key still sets its field, for any record; given both ways, it is
+    refused rather than one silently winning."""
+    @dataclass(frozen=True)
+    class Renamed:
+        fixed_rounds: int = option(1, "Rounds.", deprecated_flags=("--repeats",))
+
+    assert from_keys(Renamed, {"repeats": 3}) == Renamed(fixed_rounds=3)
+    with pytest.raises(ValueError, match="given twice"):
+        from_keys(Renamed, {"repeats": 3, "fixed_rounds": 2})

@@ -89,9 +89,17 @@ def key_aliases(cls: type) -> dict[str, str]:
 
 
 def from_keys(cls: type[R], values: Mapping[str, Any]) -> R:
-    """``cls`` built from the option fields found in ``values`` (other keys are ignored, so a
-    plan item or a command's parameters can be passed whole)."""
-    return cls(**{k: values[k] for k in options_of(cls) if k in values})
+    """``cls`` built from the option fields found in ``values``, each under its field name or
+    an old spelling (:func:`key_aliases`); other keys are ignored, so a plan item or a
+    command's parameters can be passed whole. A field given both ways is a ValueError."""
+    given = {k: values[k] for k in options_of(cls) if k in values}
+    for old, name in key_aliases(cls).items():
+        if old in values:
+            if name in given:
+                raise ValueError(f"{name} is given twice (as {name!r} and as its old "
+                                 f"spelling {old!r})")
+            given[name] = values[old]
+    return cls(**given)
 
 
 def check_values(record: Any) -> None:

@@ -22,6 +22,7 @@ from tpugraphs_tools.option_info import (
     OptionInfo,
     check_values,
     default_of,
+    from_keys,
     key_aliases,
     kind_of,
     option,
@@ -151,17 +152,10 @@ class MeasureOptions:
 
     @classmethod
     def from_keys(cls, values: Mapping[str, Any]) -> MeasureOptions:
-        """The one builder: plan keys / CLI flag values (keys other than :data:`KEYS` and
-        their old spellings are ignored, so a plan item or the CLI's parameters can be passed
-        whole). Raises ValueError naming the key of a bad value, or a key given both ways."""
-        given = {k: values[k] for k in KEYS if k in values}
-        for old, name in KEY_ALIASES.items():
-            if old in values:
-                if name in given:
-                    raise ValueError(f"{name} is given twice (as {name!r} and as its old "
-                                     f"spelling {old!r})")
-                given[name] = values[old]
-        return cls(**given)
+        """The one builder: plan keys / CLI flag values, old spellings included
+        (:func:`option_info.from_keys`). Raises ValueError naming the key of a bad value, or
+        a key given both ways."""
+        return from_keys(cls, values)
 
 
 # Plan keys and CLI flags: every field a user sets, with how it is shown and checked.
